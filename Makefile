@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+# umtrace: `make` builds ./umtrace; `make static` a static binary to copy onto
+# GPU hosts; `make ARCH=arm64` cross-builds one for DGX Spark and Grace;
+# `make test` runs every test; `make demo` traces the built-in demo.
+
+HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+ARCH ?= $(HOST_ARCH)
+OUT := build/$(ARCH)
+
+ifeq ($(ARCH),$(HOST_ARCH))
+CC ?= gcc
+STATIC ?=
+else ifeq ($(ARCH),arm64)
+CC := aarch64-linux-gnu-gcc
+STATIC ?= 1
+else
+$(error ARCH must be x86 or arm64)
+endif
+
+CLANG ?= clang
+LLVM_STRIP ?= llvm-strip
+BPFTOOL ?= bpftool
+PYTHON ?= python3
+VERSION := 0.1.0
+
+CFLAGS ?= -O2 -g
+CFLAGS += -Wall -Wextra -Werror -std=gnu11 -fno-omit-frame-pointer
+CPPFLAGS += -D_GNU_SOURCE -DUMTRACE_VERSION='"$(VERSION)"' -Ibpf -I$(OUT)
+LDLIBS := -lbpf -lelf -lz
+STATIC_LDLIBS := -lbpf -lelf -lz -lzstd
+BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
+	-Ivmlinux/$(ARCH) -Ibpf
+
+ifeq ($(SANITIZE),1)
+CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+USER_SRCS := $(wildcard user/*.c)
+USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
+# Everything but the entry points, for the unit tests to link against.
+LIB_OBJS := $(filter-out $(OUT)/user/main.o $(OUT)/user/trace.o,$(USER_OBJS))
+BPF_SRCS := $(wildcard bpf/*.bpf.c)
+BPF_HDRS := $(wildcard bpf/*.h)
+SKEL := $(OUT)/umtrace.skel.h
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/unit/%,$(UNIT_SRCS))
+TEST_CFLAGS := -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
+
+.DELETE_ON_ERROR:
+.PHONY: all static test unit demo bench clean vmlinux
+
+ifeq ($(STATIC),1)
+all: $(OUT)/umtrace-static
+else
+all: $(OUT)/umtrace umtrace
+endif
+
+static: $(OUT)/umtrace-static
+
+umtrace: $(OUT)/umtrace
+	$(Q)ln -sf $< $@
+
+$(OUT)/umtrace.bpf.o: $(BPF_SRCS) $(BPF_HDRS) vmlinux/$(ARCH)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c bpf/umtrace.bpf.c -o $@.tmp
+	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@	# keep BTF, drop DWARF
+	$(Q)rm -f $@.tmp
+
+$(SKEL): $(OUT)/umtrace.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name umtrace_bpf > $@
+
+$(OUT)/user/%.o: user/%.c $(SKEL) $(wildcard user/*.h) $(BPF_HDRS) | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUT)/umtrace: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUT)/umtrace-static: $(USER_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -static $(LDFLAGS) $^ $(STATIC_LDLIBS) -o $@
+
+$(OUT) $(OUT)/user $(OUT)/tests/unit:
+	$(Q)mkdir -p $@
+
+$(OUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJS) | $(OUT)/tests/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Iuser $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
+
+-include tests/tests.mk
+
+unit: $(UNIT_BINS)
+
+# README's test command: unit tests, then integration tests as root.
+test: all $(UNIT_BINS) $(TEST_PROGS)
+	$(Q)$(PYTHON) tests/run.py --out $(OUT)
+
+demo: all $(TEST_PROGS)
+	$(Q)./umtrace trace --libcuda $(FAKECUDA_LIB) -- $(OUT)/tests/demo
+
+bench: all $(TEST_PROGS)
+	$(Q)tests/bench/overhead.sh $(OUT)
+
+vmlinux:
+	$(Q)scripts/gen-vmlinux.sh all
+
+clean:
+	$(Q)rm -rf build umtrace

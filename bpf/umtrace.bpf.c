@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Charge host pages to the GPU allocation call that took them.
+ *
+ * A uprobe at a libcuda entry point opens a window in the calling thread's
+ * task-local storage; the matching uretprobe closes it and sends one record.
+ * In between, every page the thread allocates or frees is counted in the
+ * window. Nothing crosses the ring buffer per page.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "umtrace.h"
+#include "ctx.bpf.h"
+
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by user space before load. */
+const volatile bool filter_pids = false;
+
+/*
+ * Windows open right now, host-wide. The page hooks read it first so that
+ * a host with no GPU call in flight pays one load per page and nothing
+ * more. Written only at GPU call entry and exit.
+ */
+__s64 open_windows;
+
+/* Counters for user space; none of them is touched per page. */
+__u64 rec_total;
+__u64 rec_dropped;
+__u64 storage_failed;
+
+struct window {
+	__u64 cookie;
+	__u64 ts_ns;
+	__u64 sp;		/* user stack pointer at entry */
+	__u64 out_ptr;		/* where the call writes its result */
+	__u64 size;
+	__u64 flags;
+	__u64 handle;
+	__u64 aux;
+	__u64 pages_taken;
+	__u64 pages_freed;
+	__u64 args[5];		/* argument registers at entry */
+	__u32 depth;		/* > 1 while libcuda calls itself */
+	__u32 stack_len;
+	char comm[TASK_COMM_LEN];
+	__u64 stack[UMT_STACK_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct window);
+} windows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);	/* user space may resize */
+} events SEC(".maps");
+
+/* Processes in scope when filter_pids is set (tgid -> 1). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} traced_pids SEC(".maps");
+
+struct proc_pages {
+	__u64 alloc;
+	__u64 freed;
+};
+
+/* Host pages per process, only loaded when there is no libcuda to probe. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct proc_pages);
+} proc_pages SEC(".maps");
+
+/*
+ * The context may only be read at constant offsets, so the five argument
+ * registers are copied once into the window (a map value, which may be
+ * indexed) and picked from there.
+ */
+
+static __always_inline void load_args(struct window *args, struct pt_regs *ctx)
+{
+	args->args[0] = PT_REGS_PARM1(ctx);
+	args->args[1] = PT_REGS_PARM2(ctx);
+	args->args[2] = PT_REGS_PARM3(ctx);
+	args->args[3] = PT_REGS_PARM4(ctx);
+	args->args[4] = PT_REGS_PARM5(ctx);
+}
+
+static __always_inline __u64 arg_of(const struct window *args, unsigned int i)
+{
+	if (i >= 5)
+		return 0;
+	return args->args[i];
+}
+
+static __always_inline bool pid_in_scope(__u32 tgid)
+{
+	if (!filter_pids)
+		return true;
+	return bpf_map_lookup_elem(&traced_pids, &tgid) != NULL;
+}
+
+static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
+{
+	__u64 v = 0;
+	__u32 v32 = 0;
+
+	if (!uptr)
+		return 0;
+	if (narrow) {
+		bpf_probe_read_user(&v32, sizeof(v32), (void *)uptr);
+		return v32;
+	}
+	bpf_probe_read_user(&v, sizeof(v), (void *)uptr);
+	return v;
+}
+
+/* Close the thread's outermost window and send its record. */
+static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
+{
+	struct umt_call_rec *r;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	w->depth = 0;
+	__sync_fetch_and_add(&open_windows, -1);
+	__sync_fetch_and_add(&rec_total, 1);
+
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&rec_dropped, 1);
+		return;
+	}
+	r->type = UMT_REC_CALL;
+	r->api = UMT_CK_API(w->cookie);
+	r->ts_ns = w->ts_ns;
+	r->duration_ns = bpf_ktime_get_ns() - w->ts_ns;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->size = w->size;
+	r->flags = w->flags;
+	r->handle = w->handle;
+	if (end == UMT_END_RETURNED && ret == 0 && w->out_ptr)
+		r->handle = read_user_handle(w->out_ptr,
+					     w->cookie & UMT_CK_HANDLE32);
+	r->aux = w->aux;
+	r->ret = ret;
+	r->end = end;
+	r->pages_taken = w->pages_taken;
+	r->pages_freed = w->pages_freed;
+	r->is_free = !!(w->cookie & UMT_CK_FREE);
+	r->stack_len = w->stack_len;
+	__builtin_memcpy(r->comm, w->comm, sizeof(r->comm));
+	__builtin_memcpy(r->stack, w->stack, sizeof(r->stack));
+	bpf_ringbuf_submit(r, 0);
+}
+
+static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
+				      __u64 ck)
+{
+	unsigned int i;
+
+	load_args(w, ctx);
+	w->out_ptr = 0;
+	w->handle = 0;
+	w->size = 0;
+	w->flags = 0;
+	w->aux = 0;
+	i = UMT_CK_OUT(ck);
+	if (i != UMT_ARG_NONE)
+		w->out_ptr = arg_of(w, i);
+	i = UMT_CK_HANDLE(ck);
+	if (i != UMT_ARG_NONE)
+		w->handle = arg_of(w, i);
+	i = UMT_CK_SIZE(ck);
+	if (i != UMT_ARG_NONE)
+		w->size = arg_of(w, i);
+	if (ck & UMT_CK_SIZE32)
+		w->size = (__u32)w->size;
+	i = UMT_CK_SIZE2(ck);
+	if (i != UMT_ARG_NONE)
+		w->size *= (ck & UMT_CK_SIZE32) ? (__u32)arg_of(w, i) :
+						   arg_of(w, i);
+	i = UMT_CK_FLAGS(ck);
+	if (i != UMT_ARG_NONE)
+		w->flags = arg_of(w, i);
+	i = UMT_CK_AUX(ck);
+	if (i != UMT_ARG_NONE)
+		w->aux = arg_of(w, i);
+	if (ck & UMT_CK_HANDLE32)
+		w->handle = (__u32)w->handle;
+}
+
+/*
+ * The kernel's frame-pointer walk starts at the probed instruction and then
+ * follows the caller's frame pointer, which skips the direct caller: at a
+ * function's first instruction its return address is not yet in a frame.
+ * Put it back as the second frame.
+ */
+static __always_inline void capture_stack(struct window *w, struct pt_regs *ctx)
+{
+	long n;
+
+	n = bpf_get_stack(ctx, &w->stack[1],
+			  sizeof(w->stack) - sizeof(w->stack[0]),
+			  BPF_F_USER_STACK);
+	if (n <= 0) {
+		w->stack[0] = PT_REGS_IP(ctx);
+		w->stack_len = sizeof(w->stack[0]);
+		return;
+	}
+	w->stack[0] = w->stack[1];
+	w->stack[1] = umt_entry_return_addr(ctx);
+	w->stack_len = n + sizeof(w->stack[0]);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_call_entry)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 ck = bpf_get_attach_cookie(ctx);
+	__u64 sp = PT_REGS_SP(ctx);
+	struct window *w;
+
+	if (!pid_in_scope(task->tgid))
+		return 0;
+	w = bpf_task_storage_get(&windows, task, 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w) {
+		__sync_fetch_and_add(&storage_failed, 1);
+		return 0;
+	}
+	if (w->depth) {
+		/* Deeper on the stack: libcuda calling its own entry point. */
+		if (sp < w->sp) {
+			w->depth++;
+			return 0;
+		}
+		/* Not deeper: the open call returned without its probe. */
+		close_window(w, UMT_END_LOST_RETURN, 0);
+	}
+	w->cookie = ck;
+	w->sp = sp;
+	w->pages_taken = 0;
+	w->pages_freed = 0;
+	fill_args(w, ctx, ck);
+	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	capture_stack(w, ctx);
+	w->ts_ns = bpf_ktime_get_ns();
+	w->depth = 1;
+	__sync_fetch_and_add(&open_windows, 1);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gpu_call_return)
+{
+	struct window *w;
+
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (!w || !w->depth)
+		return 0;
+	if (w->depth > 1) {
+		w->depth--;
+		return 0;
+	}
+	close_window(w, UMT_END_RETURNED, (__s32)PT_REGS_RC(ctx));
+	return 0;
+}
+
+/* The window of the current thread, if a GPU call is in flight on it. */
+static __always_inline struct window *current_window(void)
+{
+	struct window *w;
+
+	if (!READ_ONCE(open_windows))
+		return NULL;
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (!w || !w->depth)
+		return NULL;
+	return w;
+}
+
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
+{
+	struct window *w;
+
+	if (!page || !umt_gfp_from_task(gfp))
+		return 0;
+	w = current_window();
+	if (w)
+		w->pages_taken += 1ULL << order;
+	return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(page_free, struct page *page, unsigned int order)
+{
+	struct window *w = current_window();
+
+	if (w)
+		w->pages_freed += 1ULL << order;
+	return 0;
+}
+
+/*
+ * Batched frees (release_pages() on munmap) give only the folio's first
+ * page; a large folio records its order in the flags of its second page.
+ * page->flags changed type over time, so read it by offset.
+ */
+static __always_inline unsigned int batched_order(struct page *page)
+{
+	__u32 off = bpf_core_field_offset(struct page, flags);
+	__u32 psz = bpf_core_type_size(struct page);
+	int head = bpf_core_enum_value(enum pageflags, PG_head);
+	unsigned long f = 0;
+
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)page + off);
+	if (!(f & (1UL << head)))
+		return 0;
+	bpf_probe_read_kernel(&f, sizeof(f), (void *)page + psz + off);
+	return f & 0xff;
+}
+
+SEC("tp_btf/mm_page_free_batched")
+int BPF_PROG(page_free_batched, struct page *page)
+{
+	struct window *w = current_window();
+
+	if (w)
+		w->pages_freed += 1ULL << batched_order(page);
+	return 0;
+}
+
+static __always_inline void close_on(struct task_struct *task, __u32 end)
+{
+	struct window *w;
+
+	if (!READ_ONCE(open_windows))
+		return;
+	w = bpf_task_storage_get(&windows, task, 0, 0);
+	if (w && w->depth)
+		close_window(w, end, 0);
+}
+
+/* A thread that dies inside a GPU call still gets its record. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(task_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	close_on(task, UMT_END_EXITED);
+	if (filter_pids && task->pid == tgid)
+		bpf_map_delete_elem(&traced_pids, &tgid);
+	return 0;
+}
+
+/* execve drops pending return probes: close the window here instead. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(task_exec, struct task_struct *task)
+{
+	close_on(task, UMT_END_EXECED);
+	return 0;
+}
+
+/* Children of traced processes are traced too (only with filter_pids). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid == ctgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&traced_pids, &ptgid))
+		return 0;
+	bpf_map_update_elem(&traced_pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+static __always_inline struct proc_pages *proc_pages_of_current(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct proc_pages zero = {}, *pp;
+
+	if (!pid_in_scope(tgid))
+		return NULL;
+	pp = bpf_map_lookup_elem(&proc_pages, &tgid);
+	if (pp)
+		return pp;
+	bpf_map_update_elem(&proc_pages, &tgid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&proc_pages, &tgid);
+}
+
+/* Fallback with no libcuda to probe: host pages per process. */
+SEC("tp_btf/mm_page_alloc")
+int BPF_PROG(proc_page_alloc, struct page *page, unsigned int order, gfp_t gfp)
+{
+	struct proc_pages *pp;
+
+	if (!page || !umt_gfp_from_task(gfp))
+		return 0;
+	pp = proc_pages_of_current();
+	if (pp)
+		__sync_fetch_and_add(&pp->alloc, 1ULL << order);
+	return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(proc_page_free, struct page *page, unsigned int order)
+{
+	struct proc_pages *pp = proc_pages_of_current();
+
+	if (pp)
+		__sync_fetch_and_add(&pp->freed, 1ULL << order);
+	return 0;
+}
+
+SEC("tp_btf/mm_page_free_batched")
+int BPF_PROG(proc_page_free_batched, struct page *page)
+{
+	struct proc_pages *pp = proc_pages_of_current();
+
+	if (pp)
+		__sync_fetch_and_add(&pp->freed, 1ULL << batched_order(page));
+	return 0;
+}

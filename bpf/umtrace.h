@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Record layouts shared by the BPF programs and user space.
+ * Fixed-width types only: this header is included on both sides of the
+ * ring buffer and, later, written to recordings as is.
+ */
+#ifndef UMTRACE_H
+#define UMTRACE_H
+
+#ifndef TASK_COMM_LEN
+#define TASK_COMM_LEN 16
+#endif
+
+/* User stack frames kept per GPU call (frame-pointer walk at entry). */
+#define UMT_STACK_MAX 64
+
+/* Every ring-buffer record starts with one of these. */
+enum umt_rec_type {
+	UMT_REC_CALL = 1,	/* one GPU allocation or free call */
+};
+
+/*
+ * How a GPU call ended. A window closed by anything but the return probe
+ * still produces a record, so a process that dies inside a call is
+ * accounted for.
+ */
+enum umt_call_end {
+	UMT_END_RETURNED = 0,
+	UMT_END_EXITED = 1,	/* thread exited inside the call */
+	UMT_END_EXECED = 2,	/* thread called execve inside the call */
+	UMT_END_LOST_RETURN = 3,	/* return probe never fired (longjmp...) */
+};
+
+/*
+ * Per-attachment description of a libcuda entry point, passed to the
+ * generic entry/return programs as the uprobe's BPF cookie. User space owns
+ * the API table (user/cuda_api.c); the BPF side only follows these indexes.
+ *
+ *   bits  0..7   api id (enum umt_api, user/cuda_api.h)
+ *   bits  8..11  argument holding the out-pointer written by the call
+ *   bits 12..15  argument holding the handle passed in (frees, register, map)
+ *   bits 16..19  argument holding the size in bytes
+ *   bits 20..23  argument multiplied into the size (pitch: height)
+ *   bits 24..27  argument holding the flags
+ *   bits 28..31  argument holding an auxiliary value (cuMemMap: phys handle)
+ *   bit  32      the call frees (else it allocates or maps)
+ *   bit  33      handles are 32-bit (legacy v1 entry points)
+ *   bit  34      size argument is 32-bit (legacy v1 entry points)
+ * An argument index of UMT_ARG_NONE means "not present".
+ */
+#define UMT_ARG_NONE 0xf
+#define UMT_CK_API(c)		((unsigned int)((c) & 0xff))
+#define UMT_CK_OUT(c)		((unsigned int)(((c) >> 8) & 0xf))
+#define UMT_CK_HANDLE(c)	((unsigned int)(((c) >> 12) & 0xf))
+#define UMT_CK_SIZE(c)		((unsigned int)(((c) >> 16) & 0xf))
+#define UMT_CK_SIZE2(c)		((unsigned int)(((c) >> 20) & 0xf))
+#define UMT_CK_FLAGS(c)		((unsigned int)(((c) >> 24) & 0xf))
+#define UMT_CK_AUX(c)		((unsigned int)(((c) >> 28) & 0xf))
+#define UMT_CK_FREE		(1ULL << 32)
+#define UMT_CK_HANDLE32		(1ULL << 33)
+#define UMT_CK_SIZE32		(1ULL << 34)
+
+struct umt_call_rec {
+	__u32 type;		/* UMT_REC_CALL */
+	__u32 api;		/* enum umt_api */
+	__u64 ts_ns;		/* call entry, CLOCK_MONOTONIC */
+	__u64 duration_ns;
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u64 size;		/* bytes requested */
+	__u64 flags;
+	__u64 handle;		/* returned pointer/handle, or the one freed */
+	__u64 aux;		/* cuMemMap: physical allocation handle */
+	__s32 ret;		/* CUresult; meaningless unless end == RETURNED */
+	__u32 end;		/* enum umt_call_end */
+	__u64 pages_taken;	/* host pages allocated by the thread in the call */
+	__u64 pages_freed;	/* host pages freed by the thread in the call */
+	__u32 is_free;		/* the call releases memory */
+	__u32 stack_len;	/* valid bytes in stack[] */
+	char comm[TASK_COMM_LEN];
+	__u64 stack[UMT_STACK_MAX];
+};
+
+#endif /* UMTRACE_H */

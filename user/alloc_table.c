@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+#include "alloc_table.h"
+
+static int key_cmp(const void *a, const void *b)
+{
+	const struct alloc_key *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->space != y->space)
+		return x->space < y->space ? -1 : 1;
+	if (x->handle != y->handle)
+		return x->handle < y->handle ? -1 : 1;
+	return 0;
+}
+
+static void account(struct alloc_table *t, const struct alloc_entry *e, int sign)
+{
+	t->count += sign;
+	t->size_bytes += sign * e->size;
+	t->host_bytes += sign * e->host_bytes;
+}
+
+int alloc_table__insert(struct alloc_table *t, const struct alloc_entry *e,
+			struct alloc_entry *replaced)
+{
+	struct alloc_entry *n, **slot;
+
+	n = malloc(sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	*n = *e;
+	slot = tsearch(n, &t->root, key_cmp);
+	if (!slot) {
+		free(n);
+		return -ENOMEM;
+	}
+	if (*slot != n) {
+		*replaced = **slot;
+		account(t, *slot, -1);
+		**slot = *e;
+		free(n);
+		account(t, e, 1);
+		return 1;
+	}
+	account(t, e, 1);
+	return 0;
+}
+
+bool alloc_table__remove(struct alloc_table *t, const struct alloc_key *k,
+			 struct alloc_entry *out)
+{
+	struct alloc_entry **slot, *e;
+
+	slot = tfind(k, &t->root, key_cmp);
+	if (!slot)
+		return false;
+	e = *slot;
+	tdelete(k, &t->root, key_cmp);
+	account(t, e, -1);
+	if (out)
+		*out = *e;
+	free(e);
+	return true;
+}
+
+struct walk_ctx {
+	void (*fn)(const struct alloc_entry *e, void *ctx);
+	void *ctx;
+};
+
+static void walk(const void *node, VISIT which, void *arg)
+{
+	const struct walk_ctx *w = arg;
+
+	if (which == postorder || which == leaf)
+		w->fn(*(const struct alloc_entry *const *)node, w->ctx);
+}
+
+void alloc_table__for_each(const struct alloc_table *t,
+			   void (*fn)(const struct alloc_entry *e, void *ctx),
+			   void *ctx)
+{
+	struct walk_ctx w = { fn, ctx };
+
+	twalk_r(t->root, walk, &w);
+}
+
+void alloc_table__free(struct alloc_table *t)
+{
+	tdestroy(t->root, free);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attach_opts.h"
+#include "log.h"
+#include "units.h"
+
+#define DEFAULT_RINGBUF (8ULL << 20)
+#define DEFAULT_RESCAN_MS 5000
+
+bool log_verbose;
+
+void attach_opts__init(struct attach_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ringbuf_bytes = DEFAULT_RINGBUF;
+	o->rescan_ms = DEFAULT_RESCAN_MS;
+}
+
+/* "-p 12,34" or repeated -p: all of them are traced. */
+static int parse_pids(struct attach_opts *o, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	int err = 0;
+	long v;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (parse_long(tok, 1, 0x7fffffff, &v)) {
+			elog("invalid pid '%s': expected a positive number", tok);
+			err = -EINVAL;
+			break;
+		}
+		if (o->n_pids == ATTACH_MAX_PIDS) {
+			elog("too many pids (at most %d)", ATTACH_MAX_PIDS);
+			err = -EINVAL;
+			break;
+		}
+		o->pids[o->n_pids++] = (pid_t)v;
+	}
+	if (!err && !o->n_pids) {
+		elog("invalid pid '%s'", arg);
+		err = -EINVAL;
+	}
+	free(copy);
+	return err;
+}
+
+static int add_libcuda(struct attach_opts *o, const char *arg)
+{
+	const char **v = realloc(o->libcuda, (o->n_libcuda + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	o->libcuda = v;
+	o->libcuda[o->n_libcuda++] = arg;
+	return 0;
+}
+
+int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case 'p':
+		return parse_pids(o, arg) ? -EINVAL : 1;
+	case 'v':
+		log_verbose = true;
+		return 1;
+	case OPT_LIBCUDA:
+		if (!*arg) {
+			elog("--libcuda needs a path");
+			return -EINVAL;
+		}
+		return add_libcuda(o, arg) ? -EINVAL : 1;
+	case OPT_RINGBUF:
+		if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30)) {
+			elog("invalid --ringbuf-size '%s': expected a size from 4K to 1G", arg);
+			return -EINVAL;
+		}
+		o->ringbuf_bytes = v;
+		return 1;
+	case OPT_RESCAN:
+		if (parse_duration_ms(arg, &v) || (v && v < 100)) {
+			elog("invalid --rescan '%s': expected 0 (off) or an interval of at least 100ms", arg);
+			return -EINVAL;
+		}
+		o->rescan_ms = v;
+		return 1;
+	}
+	return 0;
+}
+
+void attach_opts__usage(FILE *f)
+{
+	fprintf(f,
+"  -p, --pid PID[,PID...]   trace only these processes and their children\n"
+"      --libcuda PATH       probe this libcuda file (repeatable); default: the\n"
+"                           linker cache, LD_LIBRARY_PATH, the usual driver\n"
+"                           directories and every libcuda mapped by a process\n"
+"      --rescan INTERVAL    look for new libcuda files this often (default 5s,\n"
+"                           0 to turn off)\n"
+"      --ringbuf-size SIZE  BPF ring buffer size (default 8M)\n"
+"  -v, --verbose            say what is found and attached, show libbpf's log\n");
+}
+
+void attach_opts__free(struct attach_opts *o)
+{
+	free(o->libcuda);
+	o->libcuda = NULL;
+	o->n_libcuda = 0;
+}

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Subcommands: each returns the process exit code (0, 1 error, 2 usage). */
+#ifndef UMTRACE_COMMANDS_H
+#define UMTRACE_COMMANDS_H
+
+#include <stdio.h>
+
+int cmd_trace(int argc, char **argv);
+void trace_usage(FILE *f);
+
+#endif /* UMTRACE_COMMANDS_H */

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Function symbols of a shared library, as file offsets a uprobe takes. */
+#ifndef UMTRACE_ELF_SYMS_H
+#define UMTRACE_ELF_SYMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * For each of names[0..n), set offsets[i] to the symbol's file offset, or
+ * to 0 if the file does not define it. Returns how many were found, or
+ * -errno with *why set to a short reason ("not an ELF file", ...).
+ */
+int elf_syms__resolve(const char *path, const char *const *names, size_t n,
+		      uint64_t *offsets, const char **why);
+
+#endif /* UMTRACE_ELF_SYMS_H */

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cuda_api.h"
+#include "elf_syms.h"
+#include "log.h"
+#include "probes.h"
+#include "umtrace.skel.h"
+
+#define CAP_SYS_ADMIN_BIT	21
+#define CAP_PERFMON_BIT		38
+#define CAP_BPF_BIT		39
+
+static uint64_t effective_caps(void)
+{
+	char line[256];
+	uint64_t caps = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", (unsigned long long *)&caps) == 1)
+			break;
+	fclose(f);
+	return caps;
+}
+
+static bool has_caps(void)
+{
+	uint64_t c = effective_caps();
+
+	if (c & (1ULL << CAP_SYS_ADMIN_BIT))
+		return true;
+	return (c & (1ULL << CAP_BPF_BIT)) && (c & (1ULL << CAP_PERFMON_BIT));
+}
+
+int probes__check_env(void)
+{
+	if (!has_caps()) {
+		elog("permission denied: run as root, or with CAP_BPF and CAP_PERFMON");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		elog("this kernel has no BTF (/sys/kernel/btf/vmlinux): it must be built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
+		elog("kernel too old: no BPF ring buffer (needs Linux 5.8 or later)");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1) {
+		elog("kernel too old: no BPF task storage (needs Linux 5.11 or later)");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE,
+				    BPF_FUNC_get_attach_cookie, NULL) != 1) {
+		elog("kernel too old: no BPF attach cookies (needs Linux 5.15 or later)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static uint64_t ringbuf_size(uint64_t want)
+{
+	uint64_t sz = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	while (sz < want && sz < (1ULL << 30))
+		sz <<= 1;
+	return sz;
+}
+
+int probes__load(struct probes *p, const struct probe_cfg *cfg)
+{
+	struct umtrace_bpf *skel;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	skel = umtrace_bpf__open();
+	if (!skel) {
+		err = -errno;
+		elog("cannot open the BPF object: %s", strerror(errno));
+		return err;
+	}
+	skel->rodata->filter_pids = cfg->filter_pids;
+	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
+	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
+	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
+	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);
+	bpf_program__set_autoload(skel->progs.proc_page_free_batched, cfg->proc_pages);
+
+	err = umtrace_bpf__load(skel);
+	if (err) {
+		elog("cannot load the BPF programs: %s%s", strerror(-err),
+		     log_verbose ? "" : " (run with -v for the verifier's log)");
+		umtrace_bpf__destroy(skel);
+		return err;
+	}
+	p->skel = skel;
+	return 0;
+}
+
+static int keep_link(struct probes *p, struct bpf_link *link)
+{
+	if (p->n_links == p->cap_links) {
+		size_t cap = p->cap_links ? p->cap_links * 2 : 64;
+		struct bpf_link **v = realloc(p->links, cap * sizeof(*v));
+
+		if (!v) {
+			bpf_link__destroy(link);
+			return -ENOMEM;
+		}
+		p->links = v;
+		p->cap_links = cap;
+	}
+	p->links[p->n_links++] = link;
+	return 0;
+}
+
+static int attach_prog(struct probes *p, struct bpf_program *prog)
+{
+	struct bpf_link *link;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	link = bpf_program__attach(prog);
+	if (!link) {
+		int err = -errno;
+
+		elog("cannot attach %s: %s", bpf_program__name(prog), strerror(-err));
+		return err;
+	}
+	return keep_link(p, link);
+}
+
+int probes__attach_kernel(struct probes *p)
+{
+	struct bpf_program *prog;
+	int err;
+
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
+			continue;	/* the uprobes go per library */
+		err = attach_prog(p, prog);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int attach_uprobe(struct probes *p, const char *path, uint64_t off,
+			 uint64_t cookie, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_program *prog = ret ? p->skel->progs.gpu_call_return :
+					 p->skel->progs.gpu_call_entry;
+	struct bpf_link *link;
+
+	link = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+	if (!link)
+		return -errno;
+	return keep_link(p, link);
+}
+
+/* Symbols that are aliases of one function get one probe pair. */
+static bool seen_offset(const uint64_t *offs, unsigned int i)
+{
+	unsigned int j;
+
+	for (j = 0; j < i; j++)
+		if (offs[j] == offs[i])
+			return true;
+	return false;
+}
+
+int probes__attach_lib(struct probes *p, const char *path)
+{
+	const char *names[UMT_API__COUNT];
+	uint64_t offs[UMT_API__COUNT];
+	const char *why;
+	unsigned int i;
+	int n, err, attached = 0;
+
+	for (i = 0; i < UMT_API__COUNT; i++)
+		names[i] = cuda_api__name(i);
+	n = elf_syms__resolve(path, names, UMT_API__COUNT, offs, &why);
+	if (n < 0) {
+		elog("%s: %s", path, why);
+		return n;
+	}
+	for (i = 0; i < UMT_API__COUNT; i++) {
+		uint64_t ck = cuda_api__get(i)->cookie;
+
+		if (!offs[i]) {
+			vlog("%s: no %s", path, names[i]);
+			continue;
+		}
+		if (seen_offset(offs, i))
+			continue;
+		err = attach_uprobe(p, path, offs[i], ck, false);
+		if (!err)
+			err = attach_uprobe(p, path, offs[i], ck, true);
+		if (err) {
+			elog("%s: cannot attach to %s: %s", path, names[i], strerror(-err));
+			return err;
+		}
+		attached++;
+	}
+	vlog("%s: %d of %d entry points probed", path, attached, UMT_API__COUNT);
+	return attached;
+}
+
+int probes__add_pid(struct probes *p, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(p->skel->maps.traced_pids, &key, sizeof(key),
+				 &one, sizeof(one), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probes__events_fd(const struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.events);
+}
+
+int probes__proc_pages_fd(const struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.proc_pages);
+}
+
+void probes__stats(const struct probes *p, struct probe_stats *st)
+{
+	st->rec_total = p->skel->bss->rec_total;
+	st->rec_dropped = p->skel->bss->rec_dropped;
+	st->storage_failed = p->skel->bss->storage_failed;
+	st->open_windows = p->skel->bss->open_windows;
+}
+
+void probes__destroy(struct probes *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_links; i++)
+		bpf_link__destroy(p->links[i]);
+	free(p->links);
+	umtrace_bpf__destroy(p->skel);
+	memset(p, 0, sizeof(*p));
+}

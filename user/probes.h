@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The loader: checks what the kernel offers, loads the BPF object, attaches
+ * the page tracepoints and the libcuda uprobes, and detaches it all.
+ */
+#ifndef UMTRACE_PROBES_H
+#define UMTRACE_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct umtrace_bpf;
+struct bpf_link;
+
+struct probe_cfg {
+	uint64_t ringbuf_bytes;	/* rounded up to a power of two pages */
+	bool filter_pids;	/* only processes added with probes__add_pid */
+	bool proc_pages;	/* no libcuda: count host pages per process */
+};
+
+struct probes {
+	struct umtrace_bpf *skel;
+	struct bpf_link **links;
+	size_t n_links, cap_links;
+};
+
+struct probe_stats {
+	uint64_t rec_total;
+	uint64_t rec_dropped;
+	uint64_t storage_failed;
+	int64_t open_windows;
+};
+
+/* Root or CAP_BPF+CAP_PERFMON, kernel BTF, needed BPF features: 0 or -errno. */
+int probes__check_env(void);
+int probes__load(struct probes *p, const struct probe_cfg *cfg);
+int probes__attach_kernel(struct probes *p);
+/* Attach to every probed symbol the library defines; returns how many. */
+int probes__attach_lib(struct probes *p, const char *path);
+int probes__add_pid(struct probes *p, pid_t pid);
+int probes__events_fd(const struct probes *p);
+int probes__proc_pages_fd(const struct probes *p);
+void probes__stats(const struct probes *p, struct probe_stats *st);
+void probes__destroy(struct probes *p);
+
+#endif /* UMTRACE_PROBES_H */

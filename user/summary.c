@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <search.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda_api.h"
+#include "output.h"
+#include "summary.h"
+#include "units.h"
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct summary_row *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->api != y->api)
+		return x->api < y->api ? -1 : 1;
+	return 0;
+}
+
+void summary__init(struct summary *s, uint64_t page_size)
+{
+	memset(s, 0, sizeof(*s));
+	s->page_size = page_size;
+}
+
+static struct summary_row *row_get(struct summary *s, uint32_t pid, uint32_t api)
+{
+	struct summary_row key = { .pid = pid, .api = api }, *n, **slot;
+
+	slot = tfind(&key, &s->rows, row_cmp);
+	if (slot)
+		return *slot;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->pid = pid;
+	n->api = api;
+	slot = tsearch(n, &s->rows, row_cmp);
+	if (!slot) {
+		free(n);
+		return NULL;
+	}
+	s->n_rows++;
+	return n;
+}
+
+static void unfreed_add(struct summary *s, const struct alloc_entry *e, int sign)
+{
+	struct summary_row *row = row_get(s, e->key.pid, e->api);
+
+	if (!row)
+		return;
+	row->unfreed += sign;
+	row->unfreed_size += sign * e->size;
+	row->unfreed_host += sign * e->host_bytes;
+}
+
+/* A successful call changes the table of outstanding allocations. */
+static int track(struct summary *s, const struct umt_call_rec *r,
+		 const struct cuda_api *api)
+{
+	struct alloc_entry e = {
+		.key = { r->pid, api->space, r->handle },
+		.api = r->api,
+		.size = r->size,
+		.host_bytes = r->pages_taken * s->page_size,
+		.ts_ns = r->ts_ns,
+	}, old;
+	int err;
+
+	if (api->is_free) {
+		if (!alloc_table__remove(&s->table, &e.key, &old)) {
+			s->unmatched_frees++;
+			return 0;
+		}
+		unfreed_add(s, &old, -1);
+		return 0;
+	}
+	err = alloc_table__insert(&s->table, &e, &old);
+	if (err < 0)
+		return err;
+	if (err)
+		unfreed_add(s, &old, -1);
+	unfreed_add(s, &e, 1);
+	return 0;
+}
+
+int summary__consume(struct summary *s, const struct umt_call_rec *r)
+{
+	const struct cuda_api *api = cuda_api__get(r->api);
+	struct summary_row *row;
+
+	if (!api)
+		return -EINVAL;
+	row = row_get(s, r->pid, r->api);
+	if (!row)
+		return -ENOMEM;
+	s->records++;
+	memcpy(row->comm, r->comm, sizeof(row->comm));
+	row->comm[sizeof(row->comm) - 1] = '\0';
+	row->calls++;
+	row->host_taken += r->pages_taken * s->page_size;
+	row->host_freed += r->pages_freed * s->page_size;
+	if (r->end != UMT_END_RETURNED && r->end != UMT_END_LOST_RETURN) {
+		row->died++;
+		return 0;
+	}
+	if (r->ret) {
+		row->failed++;
+		return 0;
+	}
+	if (!api->is_free)
+		row->size_bytes += r->size;
+	return track(s, r, api);
+}
+
+struct collect {
+	struct summary_row *v;
+	size_t n;
+};
+
+static void collect_row(const void *node, VISIT which, void *arg)
+{
+	struct collect *c = arg;
+
+	if (which == postorder || which == leaf)
+		c->v[c->n++] = **(struct summary_row *const *)node;
+}
+
+struct summary_row *summary__rows(const struct summary *s, size_t *n)
+{
+	struct collect c = { calloc(s->n_rows + 1, sizeof(*c.v)), 0 };
+
+	*n = 0;
+	if (!c.v)
+		return NULL;
+	twalk_r(s->rows, collect_row, &c);
+	qsort(c.v, c.n, sizeof(*c.v), row_cmp);
+	*n = c.n;
+	return c.v;
+}
+
+void summary__print_text(const struct summary *s, FILE *f)
+{
+	char b[5][16];
+	struct summary_row *v;
+	size_t i, n;
+
+	v = summary__rows(s, &n);
+	if (!v)
+		return;
+	fprintf(f, "\n%-7s %-15s %-28s %7s %6s %8s %8s %8s %7s %8s\n", "PID",
+		"COMM", "API", "CALLS", "FAILED", "SIZE", "HOST+", "HOST-",
+		"UNFREED", "HOSTHELD");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%-7u %-15s %-28s %7llu %6llu %8s %8s %8s %7llu %8s\n",
+			v[i].pid, v[i].comm, cuda_api__name(v[i].api),
+			(unsigned long long)v[i].calls,
+			(unsigned long long)(v[i].failed + v[i].died),
+			fmt_bytes(v[i].size_bytes, b[0], sizeof(b[0])),
+			fmt_bytes(v[i].host_taken, b[1], sizeof(b[1])),
+			fmt_bytes(v[i].host_freed, b[2], sizeof(b[2])),
+			(unsigned long long)v[i].unfreed,
+			fmt_bytes(v[i].unfreed_host, b[3], sizeof(b[3])));
+	fprintf(f, "%zu allocations unfreed: %s requested, %s of host memory taken by them\n",
+		s->table.count, fmt_bytes(s->table.size_bytes, b[0], sizeof(b[0])),
+		fmt_bytes(s->table.host_bytes, b[4], sizeof(b[4])));
+	free(v);
+}
+
+void summary__print_json(const struct summary *s, FILE *f)
+{
+	struct summary_row *v;
+	size_t i, n;
+
+	v = summary__rows(s, &n);
+	if (!v)
+		return;
+	for (i = 0; i < n; i++) {
+		fprintf(f, "{\"event\":\"summary\",\"pid\":%u,\"comm\":", v[i].pid);
+		output__json_string(f, v[i].comm);
+		fprintf(f, ",\"api\":\"%s\",\"calls\":%llu,\"failed\":%llu,"
+			"\"died_in_call\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
+			"\"host_freed_bytes\":%llu,\"unfreed\":%llu,"
+			"\"unfreed_size\":%llu,\"unfreed_host_bytes\":%llu}\n",
+			cuda_api__name(v[i].api),
+			(unsigned long long)v[i].calls,
+			(unsigned long long)v[i].failed,
+			(unsigned long long)v[i].died,
+			(unsigned long long)v[i].size_bytes,
+			(unsigned long long)v[i].host_taken,
+			(unsigned long long)v[i].host_freed,
+			(unsigned long long)v[i].unfreed,
+			(unsigned long long)v[i].unfreed_size,
+			(unsigned long long)v[i].unfreed_host);
+	}
+	free(v);
+}
+
+static void free_row(void *p)
+{
+	free(p);
+}
+
+void summary__free(struct summary *s)
+{
+	tdestroy(s->rows, free_row);
+	alloc_table__free(&s->table);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Per process and entry point: calls, bytes requested, host bytes taken
+ * and freed, and what is still unfreed. Fed one call record at a time.
+ */
+#ifndef UMTRACE_SUMMARY_H
+#define UMTRACE_SUMMARY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "alloc_table.h"
+#include "umtrace.h"
+
+struct summary_row {
+	uint32_t pid;
+	uint32_t api;
+	char comm[TASK_COMM_LEN];
+	uint64_t calls;
+	uint64_t failed;	/* returned an error */
+	uint64_t died;		/* the thread exited or exec'ed inside it */
+	uint64_t size_bytes;	/* requested by successful calls */
+	uint64_t host_taken;	/* bytes */
+	uint64_t host_freed;
+	uint64_t unfreed;	/* allocations with no free seen yet */
+	uint64_t unfreed_size;
+	uint64_t unfreed_host;
+};
+
+struct summary {
+	void *rows;		/* tsearch(3) tree of struct summary_row */
+	size_t n_rows;
+	struct alloc_table table;
+	uint64_t page_size;
+	uint64_t records;
+	uint64_t unmatched_frees;	/* frees of handles never seen allocated */
+};
+
+void summary__init(struct summary *s, uint64_t page_size);
+int summary__consume(struct summary *s, const struct umt_call_rec *r);
+/* Rows sorted by pid then entry point; the caller frees the array. */
+struct summary_row *summary__rows(const struct summary *s, size_t *n);
+void summary__print_text(const struct summary *s, FILE *f);
+void summary__print_json(const struct summary *s, FILE *f);
+void summary__free(struct summary *s);
+
+#endif /* UMTRACE_SUMMARY_H */

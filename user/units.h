@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Numbers from the command line: checked for range and junk. */
+#ifndef UMTRACE_UNITS_H
+#define UMTRACE_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "4096", "64K", "1536M", "2G", "1T" (binary units). 0 or -EINVAL/-ERANGE. */
+int parse_size(const char *s, uint64_t *out);
+/* A decimal integer in [min, max]. 0 or -EINVAL/-ERANGE. */
+int parse_long(const char *s, long min, long max, long *out);
+/* "1.5s", "250ms", "10" (seconds), "2m": 0 or -EINVAL/-ERANGE. */
+int parse_duration_ms(const char *s, uint64_t *out_ms);
+/* 1536 MiB -> "1.5G"; always terminated, never longer than len - 1. */
+const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+
+#endif /* UMTRACE_UNITS_H */
