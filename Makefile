@@ -99,7 +99,7 @@ $(OUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJS) | $(OUT)/test
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Iuser $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
--include tests/tests.mk
+include tests/tests.mk
 
 unit: $(UNIT_BINS)
 

@@ -20,6 +20,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by user space before load. */
 const volatile bool filter_pids = false;
+const volatile bool count_proc_pages = false;
 
 /*
  * Windows open right now, host-wide. The page hooks read it first so that
@@ -74,6 +75,7 @@ struct {
 struct proc_pages {
 	__u64 alloc;
 	__u64 freed;
+	char comm[TASK_COMM_LEN];	/* kept: the process may be gone when read */
 };
 
 /* Host pages per process, only loaded when there is no libcuda to probe. */
@@ -306,6 +308,11 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 	return 0;
 }
 
+/*
+ * Every free passes free_pages_prepare(), which fires mm_page_free; the
+ * batched path fires mm_page_free_batched on top of it, so counting that
+ * too would count batched pages twice.
+ */
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free, struct page *page, unsigned int order)
 {
@@ -313,35 +320,6 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 
 	if (w)
 		w->pages_freed += 1ULL << order;
-	return 0;
-}
-
-/*
- * Batched frees (release_pages() on munmap) give only the folio's first
- * page; a large folio records its order in the flags of its second page.
- * page->flags changed type over time, so read it by offset.
- */
-static __always_inline unsigned int batched_order(struct page *page)
-{
-	__u32 off = bpf_core_field_offset(struct page, flags);
-	__u32 psz = bpf_core_type_size(struct page);
-	int head = bpf_core_enum_value(enum pageflags, PG_head);
-	unsigned long f = 0;
-
-	bpf_probe_read_kernel(&f, sizeof(f), (void *)page + off);
-	if (!(f & (1UL << head)))
-		return 0;
-	bpf_probe_read_kernel(&f, sizeof(f), (void *)page + psz + off);
-	return f & 0xff;
-}
-
-SEC("tp_btf/mm_page_free_batched")
-int BPF_PROG(page_free_batched, struct page *page)
-{
-	struct window *w = current_window();
-
-	if (w)
-		w->pages_freed += 1ULL << batched_order(page);
 	return 0;
 }
 
@@ -372,7 +350,16 @@ int BPF_PROG(task_exit, struct task_struct *task)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(task_exec, struct task_struct *task)
 {
+	__u32 tgid = task->tgid;
+	struct proc_pages *pp;
+
 	close_on(task, UMT_END_EXECED);
+	if (!count_proc_pages)
+		return 0;
+	/* The comm seen at the first page is the parent's, before exec. */
+	pp = bpf_map_lookup_elem(&proc_pages, &tgid);
+	if (pp)
+		bpf_get_current_comm(pp->comm, sizeof(pp->comm));
 	return 0;
 }
 
@@ -401,6 +388,7 @@ static __always_inline struct proc_pages *proc_pages_of_current(void)
 	pp = bpf_map_lookup_elem(&proc_pages, &tgid);
 	if (pp)
 		return pp;
+	bpf_get_current_comm(zero.comm, sizeof(zero.comm));
 	bpf_map_update_elem(&proc_pages, &tgid, &zero, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&proc_pages, &tgid);
 }
@@ -426,15 +414,5 @@ int BPF_PROG(proc_page_free, struct page *page, unsigned int order)
 
 	if (pp)
 		__sync_fetch_and_add(&pp->freed, 1ULL << order);
-	return 0;
-}
-
-SEC("tp_btf/mm_page_free_batched")
-int BPF_PROG(proc_page_free_batched, struct page *page)
-{
-	struct proc_pages *pp = proc_pages_of_current();
-
-	if (pp)
-		__sync_fetch_and_add(&pp->freed, 1ULL << batched_order(page));
 	return 0;
 }

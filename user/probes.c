@@ -89,11 +89,11 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		return err;
 	}
 	skel->rodata->filter_pids = cfg->filter_pids;
+	skel->rodata->count_proc_pages = cfg->proc_pages;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
 	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
 	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);
-	bpf_program__set_autoload(skel->progs.proc_page_free_batched, cfg->proc_pages);
 
 	err = umtrace_bpf__load(skel);
 	if (err) {

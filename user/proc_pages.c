@@ -11,6 +11,7 @@
 struct kern_counts {		/* struct proc_pages in the BPF object */
 	uint64_t alloc;
 	uint64_t freed;
+	char comm[16];
 };
 
 void proc_pages__init(struct proc_pages_view *v, int map_fd)
@@ -57,23 +58,10 @@ static int refresh(struct proc_pages_view *v)
 			return -ENOMEM;
 		r->alloc = kc.alloc;
 		r->freed = kc.freed;
+		memcpy(r->comm, kc.comm, sizeof(r->comm));
+		r->comm[sizeof(r->comm) - 1] = '\0';
 	}
 	return 0;
-}
-
-static void comm_of(uint32_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(buf, len, "?");
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		buf[strcspn(buf, "\n")] = '\0';
-	fclose(f);
 }
 
 static int by_delta_desc(const void *a, const void *b)
@@ -88,18 +76,17 @@ static void print_row(FILE *f, bool json, const struct output_clock *c,
 		      const struct proc_pages_row *r, uint64_t a, uint64_t fr,
 		      const char *event)
 {
-	char comm[32], b1[16], b2[16];
+	char b1[16], b2[16];
 
-	comm_of(r->pid, comm, sizeof(comm));
 	if (json) {
 		fprintf(f, "{\"event\":\"%s\",\"pid\":%u,\"comm\":", event, r->pid);
-		output__json_string(f, comm);
+		output__json_string(f, r->comm);
 		fprintf(f, ",\"host_bytes\":%llu,\"host_freed_bytes\":%llu}\n",
 			(unsigned long long)(a * c->page_size),
 			(unsigned long long)(fr * c->page_size));
 		return;
 	}
-	fprintf(f, "%-7u %-16s %10s %10s\n", r->pid, comm,
+	fprintf(f, "%-7u %-16s %10s %10s\n", r->pid, r->comm,
 		fmt_bytes(a * c->page_size, b1, sizeof(b1)),
 		fmt_bytes(fr * c->page_size, b2, sizeof(b2)));
 }

@@ -13,6 +13,7 @@
 
 struct proc_pages_row {
 	uint32_t pid;
+	char comm[16];
 	uint64_t alloc;		/* pages, since tracing started */
 	uint64_t freed;
 	uint64_t alloc_prev;	/* at the previous report */

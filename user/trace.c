@@ -171,8 +171,7 @@ static int attach_new_libs(struct trace *t)
 			continue;
 		}
 		t->n_probed++;
-		if (!t->json || log_verbose)
-			fprintf(stderr, "umtrace: probing %d entry points in %s\n", n, lib->path);
+		fprintf(stderr, "umtrace: probing %d entry points in %s\n", n, lib->path);
 	}
 	return 0;
 }

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""Shared pieces of the integration tests: where the binaries are, running
+`umtrace trace` around a workload, and parsing what it prints."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+
+
+class Skip(Exception):
+    """A test that cannot run here; the message says why."""
+
+
+def find_stub_libcuda():
+    for p in sorted(glob.glob("/usr/local/cuda*/lib64/stubs/libcuda.so")) + \
+            sorted(glob.glob("/usr/local/cuda*/targets/*/lib/stubs/libcuda.so")):
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+class TraceResult:
+    def __init__(self, rc, stdout, stderr, truth=None):
+        self.rc = rc
+        self.stdout = stdout
+        self.stderr = stderr
+        self.truth = truth
+        self.calls, self.summary, self.totals, self.other = [], [], None, []
+        for line in stdout.splitlines():
+            if not line.startswith("{"):
+                continue
+            obj = json.loads(line)
+            ev = obj.get("event")
+            if ev in ("alloc", "free"):
+                self.calls.append(obj)
+            elif ev == "summary":
+                self.summary.append(obj)
+            elif ev == "totals":
+                self.totals = obj
+            else:
+                self.other.append(obj)
+
+    def calls_of(self, api, pid=None):
+        return [c for c in self.calls if c["api"] == api and (pid is None or c["pid"] == pid)]
+
+    def __repr__(self):
+        return f"rc={self.rc} calls={len(self.calls)} stderr={self.stderr[-400:]!r}"
+
+
+class Env:
+    def __init__(self, out):
+        self.out = os.path.abspath(out)
+        self.root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        self.umtrace = os.path.join(self.out, "umtrace")
+        self.tests = os.path.join(self.out, "tests")
+        self.fake = os.path.join(self.tests, "libcuda.so.1")
+        self.alloc_mix = os.path.join(self.tests, "alloc_mix")
+        self.demo = os.path.join(self.tests, "demo")
+        self.page_size = os.sysconf("SC_PAGE_SIZE")
+        self._procs = []
+        self._tmp = []
+
+    def cannot_run(self):
+        if os.geteuid() != 0:
+            return "needs root to load BPF programs"
+        if not os.path.exists("/sys/kernel/btf/vmlinux"):
+            return "kernel has no BTF (/sys/kernel/btf/vmlinux)"
+        for p in (self.umtrace, self.fake, self.alloc_mix):
+            if not os.path.exists(p):
+                return f"{p} not built (run make)"
+        return None
+
+    def tmpfile(self, name):
+        path = os.path.join("/tmp", f"umtrace-test-{os.getpid()}-{name}")
+        self._tmp.append(path)
+        return path
+
+    def popen(self, argv, **kw):
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, **kw)
+        self._procs.append(p)
+        return p
+
+    def trace(self, workload, extra=(), timeout=120, env=None, truth=True):
+        """Run `umtrace trace --json --libcuda FAKE [extra] -- workload -o TRUTH`."""
+        argv = [self.umtrace, "trace", "--json", "--libcuda", self.fake, *extra, "--"]
+        truth_path = None
+        if truth:
+            truth_path = self.tmpfile("truth.json")
+            if os.path.exists(truth_path):
+                os.unlink(truth_path)
+            workload = [*workload, "-o", truth_path]
+        penv = dict(os.environ, **(env or {}))
+        p = self.popen(argv + list(workload), env=penv)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out, err = p.communicate()
+            raise AssertionError(f"umtrace trace did not finish in {timeout}s: {err[-400:]}")
+        data = None
+        if truth_path and os.path.exists(truth_path):
+            with open(truth_path) as f:
+                data = json.load(f)
+        return TraceResult(p.returncode, out, err, data)
+
+    def start_trace(self, extra=()):
+        """Start `umtrace trace --json` in the background; wait until attached."""
+        argv = [self.umtrace, "trace", "--json", "--libcuda", self.fake, *extra]
+        p = self.popen(argv)
+        deadline = time.monotonic() + 30
+        # It says which library it probes once the probes are attached.
+        line = ""
+        while time.monotonic() < deadline:
+            line = p.stderr.readline()
+            if "probing" in line or not line:
+                break
+        assert "probing" in line, f"umtrace did not attach: {line!r}"
+        return p
+
+    def stop_trace(self, p, timeout=30):
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=timeout)
+        return TraceResult(p.returncode, out, err)
+
+    def cleanup(self):
+        for p in self._procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self._procs = []
+        for t in self._tmp:
+            if os.path.exists(t):
+                os.unlink(t)
+        self._tmp = []

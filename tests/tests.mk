@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#
+# Test programs: the fake libcuda.so.1 and the workloads linked against it.
+# Included by the top-level Makefile, which provides:
+#   OUT          output directory (e.g. build/x86)
+#   CC           compiler
+#   TEST_CFLAGS  -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
+# and gets FAKECUDA_LIB and TEST_PROGS back.
+#
+# Sources are found relative to this file, so the includer may live
+# anywhere. Nothing here may set the default goal.
+
+UMT_TESTS_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+UMT_TESTS_SAVED_GOAL := $(.DEFAULT_GOAL)
+
+UMT_FAKECUDA_DIR := $(UMT_TESTS_DIR)/fakecuda
+UMT_WORKLOADS_DIR := $(UMT_TESTS_DIR)/workloads
+UMT_TESTS_OUT := $(OUT)/tests
+
+FAKECUDA_LIB := $(UMT_TESTS_OUT)/libcuda.so.1
+TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
+	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest
+
+# The fake must keep default symbol visibility and semantic interposition
+# (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
+# reaches cuMemAllocAsync through the PLT so probes on it fire nested.
+# -z now only resolves that PLT slot at load instead of on first use,
+# which keeps the dynamic linker's work out of the traced call windows.
+UMT_FAKECUDA_LDFLAGS := -shared -Wl,-soname,libcuda.so.1 \
+	-Wl,--version-script=$(UMT_FAKECUDA_DIR)/libcuda.map -Wl,-z,now
+
+UMT_WORKLOAD_LDFLAGS := -L$(UMT_TESTS_OUT) -l:libcuda.so.1 \
+	-Wl,-rpath,$(abspath $(UMT_TESTS_OUT)) -pthread
+
+$(FAKECUDA_LIB): $(UMT_FAKECUDA_DIR)/fake_libcuda.c \
+		 $(UMT_FAKECUDA_DIR)/cuda_fake.h $(UMT_FAKECUDA_DIR)/libcuda.map
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -pthread -o $@ $< $(UMT_FAKECUDA_LDFLAGS)
+
+$(UMT_TESTS_OUT)/alloc_mix $(UMT_TESTS_OUT)/demo: \
+		$(UMT_TESTS_OUT)/%: $(UMT_WORKLOADS_DIR)/%.c \
+		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
+		$(UMT_WORKLOAD_LDFLAGS)
+
+# Checks the fake on its own (TAP output, non-zero exit on failure).
+$(UMT_TESTS_OUT)/fakecuda_selftest: $(UMT_FAKECUDA_DIR)/fake_selftest.c \
+		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
+		$(UMT_WORKLOAD_LDFLAGS)
+
+.DEFAULT_GOAL := $(UMT_TESTS_SAVED_GOAL)

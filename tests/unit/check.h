@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Unit test helpers in the manner of the kernel's BPF selftests: every
+ * CHECK logs "name:FAIL:detail" and returns whether it held; each subtest
+ * prints one PASS/FAIL/SKIP line that tests/run.py counts.
+ */
+#ifndef UMTRACE_CHECK_H
+#define UMTRACE_CHECK_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+static int check_failed_in_subtest;
+static int check_subtests_failed;
+
+#define CHECK(cond, name, fmt, ...)					\
+	({								\
+		bool __ok = (cond);					\
+		if (!__ok) {						\
+			check_failed_in_subtest++;			\
+			printf("  %s:FAIL:%s:%d: " fmt "\n", name,	\
+			       __FILE__, __LINE__, ##__VA_ARGS__);	\
+		}							\
+		__ok;							\
+	})
+
+#define CHECK_EQ(a, b, name)						\
+	CHECK((a) == (b), name, "%s == %lld, expected %lld", #a,	\
+	      (long long)(a), (long long)(b))
+
+#define RUN_SUBTEST(fn)							\
+	do {								\
+		check_failed_in_subtest = 0;				\
+		fn();							\
+		printf("%s %s\n", check_failed_in_subtest ? "FAIL" : "PASS", #fn); \
+		check_subtests_failed += !!check_failed_in_subtest;	\
+	} while (0)
+
+#define SKIP_SUBTEST(fn, why) printf("SKIP %s: %s\n", #fn, why)
+
+#define CHECK_EXIT() (check_subtests_failed ? 1 : 0)
+
+#endif /* UMTRACE_CHECK_H */

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "cuda_api.h"
+#include "summary.h"
+
+static struct umt_call_rec rec(uint32_t pid, unsigned int api, uint64_t handle,
+			       uint64_t size, uint64_t pages)
+{
+	struct umt_call_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = UMT_REC_CALL;
+	r.api = api;
+	r.pid = pid;
+	r.tid = pid;
+	r.handle = handle;
+	r.size = size;
+	r.pages_taken = pages;
+	r.is_free = cuda_api__get(api)->is_free;
+	strcpy(r.comm, "job");
+	return r;
+}
+
+static const struct summary_row *find(const struct summary_row *v, size_t n,
+				      uint32_t pid, unsigned int api)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].pid == pid && v[i].api == api)
+			return &v[i];
+	return NULL;
+}
+
+static void test_alloc_free(void)
+{
+	struct summary s;
+	struct umt_call_rec r;
+	const struct summary_row *row;
+	struct summary_row *v;
+	size_t n;
+
+	summary__init(&s, 4096);
+	r = rec(10, UMT_API_MEM_ALLOC_V2, 0xa000, 1 << 20, 256);
+	summary__consume(&s, &r);
+	r = rec(10, UMT_API_MEM_ALLOC_V2, 0xb000, 1 << 20, 256);
+	summary__consume(&s, &r);
+	r = rec(10, UMT_API_MEM_FREE_V2, 0xa000, 0, 0);
+	r.pages_freed = 256;
+	summary__consume(&s, &r);
+	/* A free of a pointer never seen: counted, not matched. */
+	r = rec(10, UMT_API_MEM_FREE_V2, 0xc000, 0, 0);
+	summary__consume(&s, &r);
+
+	v = summary__rows(&s, &n);
+	CHECK_EQ(n, 2, "rows");
+	row = find(v, n, 10, UMT_API_MEM_ALLOC_V2);
+	if (CHECK(row, "alloc row", "missing")) {
+		CHECK_EQ(row->calls, 2, "calls");
+		CHECK_EQ(row->size_bytes, 2 << 20, "size");
+		CHECK_EQ(row->host_taken, 2 << 20, "host taken");
+		CHECK_EQ(row->unfreed, 1, "unfreed");
+		CHECK_EQ(row->unfreed_host, 1 << 20, "unfreed host");
+	}
+	row = find(v, n, 10, UMT_API_MEM_FREE_V2);
+	if (CHECK(row, "free row", "missing"))
+		CHECK_EQ(row->host_freed, 1 << 20, "host freed");
+	CHECK_EQ(s.unmatched_frees, 1, "unmatched");
+	CHECK_EQ(s.table.count, 1, "table count");
+	free(v);
+	summary__free(&s);
+}
+
+static void test_failed_and_died(void)
+{
+	struct summary s;
+	struct umt_call_rec r;
+	struct summary_row *v;
+	size_t n;
+
+	summary__init(&s, 4096);
+	r = rec(5, UMT_API_MEM_HOST_ALLOC, 0, 4096, 0);
+	r.ret = 2;	/* CUDA_ERROR_OUT_OF_MEMORY */
+	summary__consume(&s, &r);
+	r = rec(5, UMT_API_MEM_HOST_ALLOC, 0, 8192, 2);
+	r.end = UMT_END_EXITED;
+	summary__consume(&s, &r);
+	v = summary__rows(&s, &n);
+	CHECK_EQ(n, 1, "rows");
+	CHECK_EQ(v[0].failed, 1, "failed");
+	CHECK_EQ(v[0].died, 1, "died");
+	CHECK_EQ(v[0].host_taken, 8192, "host taken by the dying call");
+	CHECK_EQ(v[0].unfreed, 0, "nothing outstanding");
+	CHECK_EQ(s.table.count, 0, "table empty");
+	free(v);
+	summary__free(&s);
+}
+
+/* VMM: physical handles, mappings and reservations are separate spaces. */
+static void test_vmm_spaces(void)
+{
+	struct summary s;
+	struct umt_call_rec r;
+
+	summary__init(&s, 4096);
+	r = rec(3, UMT_API_MEM_ADDRESS_RESERVE, 0x7000, 1 << 21, 0);
+	summary__consume(&s, &r);
+	r = rec(3, UMT_API_MEM_CREATE, 0x7000, 1 << 21, 512);	/* same number, other space */
+	summary__consume(&s, &r);
+	r = rec(3, UMT_API_MEM_MAP, 0x7000, 1 << 21, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(s.table.count, 3, "three live objects");
+	r = rec(3, UMT_API_MEM_UNMAP, 0x7000, 1 << 21, 0);
+	summary__consume(&s, &r);
+	r = rec(3, UMT_API_MEM_ADDRESS_FREE, 0x7000, 1 << 21, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(s.table.count, 1, "physical memory still held");
+	CHECK_EQ(s.table.host_bytes, 2 << 20, "held by cuMemCreate");
+	r = rec(3, UMT_API_MEM_RELEASE, 0x7000, 0, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(s.table.count, 0, "released");
+	CHECK_EQ(s.unmatched_frees, 0, "all matched");
+	summary__free(&s);
+}
+
+/* Managed memory is freed with cuMemFree like device memory. */
+static void test_managed_freed_by_memfree(void)
+{
+	struct summary s;
+	struct umt_call_rec r;
+
+	summary__init(&s, 4096);
+	r = rec(4, UMT_API_MEM_ALLOC_MANAGED, 0x9000, 1 << 20, 0);
+	summary__consume(&s, &r);
+	r = rec(4, UMT_API_MEM_FREE_V2, 0x9000, 0, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(s.table.count, 0, "freed");
+	CHECK_EQ(s.unmatched_frees, 0, "matched");
+	summary__free(&s);
+}
+
+int main(void)
+{
+	RUN_SUBTEST(test_alloc_free);
+	RUN_SUBTEST(test_failed_and_died);
+	RUN_SUBTEST(test_vmm_spaces);
+	RUN_SUBTEST(test_managed_freed_by_memfree);
+	return CHECK_EXIT();
+}
