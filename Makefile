@@ -26,8 +26,8 @@ VERSION := 0.1.0
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11 -fno-omit-frame-pointer
 CPPFLAGS += -D_GNU_SOURCE -DUMTRACE_VERSION='"$(VERSION)"' -Ibpf -I$(OUT)
-LDLIBS := -lbpf -lelf -lz
-STATIC_LDLIBS := -lbpf -lelf -lz -lzstd
+LDLIBS := -lbpf -lelf -lz -lpthread
+STATIC_LDLIBS := -lbpf -lelf -lz -lzstd -lpthread
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Ivmlinux/$(ARCH) -Ibpf
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "log.h"
 #include "probes.h"
 #include "umtrace.skel.h"
+#include "uprobe_multi.h"
 
 #define CAP_SYS_ADMIN_BIT	21
 #define CAP_PERFMON_BIT		38
@@ -88,6 +90,15 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		elog("cannot open the BPF object: %s", strerror(errno));
 		return err;
 	}
+	p->multi = uprobe_multi__supported() && !getenv("UMTRACE_NO_UPROBE_MULTI");
+	if (p->multi) {
+		bpf_program__set_expected_attach_type(skel->progs.gpu_call_entry,
+						      UMT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.gpu_call_return,
+						      UMT_BPF_TRACE_UPROBE_MULTI);
+	}
+	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
+	     "one perf event per entry point");
 	skel->rodata->filter_pids = cfg->filter_pids;
 	skel->rodata->count_proc_pages = cfg->proc_pages;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
@@ -168,6 +179,58 @@ static int attach_uprobe(struct probes *p, const char *path, uint64_t off,
 	return keep_link(p, link);
 }
 
+static int keep_multi_fd(struct probes *p, int fd)
+{
+	if (p->n_multi == p->cap_multi) {
+		size_t cap = p->cap_multi ? p->cap_multi * 2 : 8;
+		int *v = realloc(p->multi_fds, cap * sizeof(*v));
+
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		p->multi_fds = v;
+		p->cap_multi = cap;
+	}
+	p->multi_fds[p->n_multi++] = fd;
+	return 0;
+}
+
+static int attach_multi(struct probes *p, const char *path, const uint64_t *offs,
+			const uint64_t *cookies, size_t n)
+{
+	int fd, err;
+
+	fd = uprobe_multi__attach(bpf_program__fd(p->skel->progs.gpu_call_entry),
+				  path, offs, cookies, n, false);
+	if (fd < 0)
+		return fd;
+	err = keep_multi_fd(p, fd);
+	if (err)
+		return err;
+	fd = uprobe_multi__attach(bpf_program__fd(p->skel->progs.gpu_call_return),
+				  path, offs, cookies, n, true);
+	if (fd < 0)
+		return fd;
+	return keep_multi_fd(p, fd);
+}
+
+static int attach_classic(struct probes *p, const char *path, const uint64_t *offs,
+			  const uint64_t *cookies, size_t n)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		err = attach_uprobe(p, path, offs[i], cookies[i], false);
+		if (!err)
+			err = attach_uprobe(p, path, offs[i], cookies[i], true);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
 /* Symbols that are aliases of one function get one probe pair. */
 static bool seen_offset(const uint64_t *offs, unsigned int i)
 {
@@ -182,38 +245,39 @@ static bool seen_offset(const uint64_t *offs, unsigned int i)
 int probes__attach_lib(struct probes *p, const char *path)
 {
 	const char *names[UMT_API__COUNT];
-	uint64_t offs[UMT_API__COUNT];
+	uint64_t offs[UMT_API__COUNT], at[UMT_API__COUNT], cookies[UMT_API__COUNT];
 	const char *why;
 	unsigned int i;
-	int n, err, attached = 0;
+	size_t n = 0;
+	int found, err;
 
 	for (i = 0; i < UMT_API__COUNT; i++)
 		names[i] = cuda_api__name(i);
-	n = elf_syms__resolve(path, names, UMT_API__COUNT, offs, &why);
-	if (n < 0) {
+	found = elf_syms__resolve(path, names, UMT_API__COUNT, offs, &why);
+	if (found < 0) {
 		elog("%s: %s", path, why);
-		return n;
+		return found;
 	}
 	for (i = 0; i < UMT_API__COUNT; i++) {
-		uint64_t ck = cuda_api__get(i)->cookie;
-
 		if (!offs[i]) {
 			vlog("%s: no %s", path, names[i]);
 			continue;
 		}
 		if (seen_offset(offs, i))
 			continue;
-		err = attach_uprobe(p, path, offs[i], ck, false);
-		if (!err)
-			err = attach_uprobe(p, path, offs[i], ck, true);
-		if (err) {
-			elog("%s: cannot attach to %s: %s", path, names[i], strerror(-err));
-			return err;
-		}
-		attached++;
+		at[n] = offs[i];
+		cookies[n++] = cuda_api__get(i)->cookie;
 	}
-	vlog("%s: %d of %d entry points probed", path, attached, UMT_API__COUNT);
-	return attached;
+	if (!n)
+		return 0;
+	err = p->multi ? attach_multi(p, path, at, cookies, n) :
+			 attach_classic(p, path, at, cookies, n);
+	if (err) {
+		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
+		return err;
+	}
+	vlog("%s: %zu of %d entry points probed", path, n, UMT_API__COUNT);
+	return (int)n;
 }
 
 int probes__add_pid(struct probes *p, pid_t pid)
@@ -245,12 +309,54 @@ void probes__stats(const struct probes *p, struct probe_stats *st)
 	st->open_windows = p->skel->bss->open_windows;
 }
 
+#define DETACH_THREADS 64
+
+struct detach_job {
+	struct bpf_link **links;
+	size_t first, n, stride;
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach_job *job = arg;
+	size_t i;
+
+	for (i = job->first; i < job->n; i += job->stride)
+		bpf_link__destroy(job->links[i]);
+	return NULL;
+}
+
+/*
+ * Closing a uprobe's perf event waits for an RCU grace period, about 0.1 s
+ * here: 52 probes closed one after the other kept umtrace from exiting for
+ * 5 s. Closed from many threads at once, the waits overlap.
+ */
+static void detach_all(struct bpf_link **links, size_t n)
+{
+	struct detach_job jobs[DETACH_THREADS];
+	pthread_t tids[DETACH_THREADS];
+	size_t t, nt = n < DETACH_THREADS ? n : DETACH_THREADS;
+	bool started[DETACH_THREADS] = {};
+
+	for (t = 0; t < nt; t++) {
+		jobs[t] = (struct detach_job){ links, t, n, nt };
+		started[t] = !pthread_create(&tids[t], NULL, detach_some, &jobs[t]);
+		if (!started[t])
+			detach_some(&jobs[t]);
+	}
+	for (t = 0; t < nt; t++)
+		if (started[t])
+			pthread_join(tids[t], NULL);
+}
+
 void probes__destroy(struct probes *p)
 {
 	size_t i;
 
-	for (i = 0; i < p->n_links; i++)
-		bpf_link__destroy(p->links[i]);
+	for (i = 0; i < p->n_multi; i++)
+		close(p->multi_fds[i]);
+	free(p->multi_fds);
+	detach_all(p->links, p->n_links);
 	free(p->links);
 	umtrace_bpf__destroy(p->skel);
 	memset(p, 0, sizeof(*p));

@@ -22,8 +22,11 @@ struct probe_cfg {
 
 struct probes {
 	struct umtrace_bpf *skel;
-	struct bpf_link **links;
+	struct bpf_link **links;	/* tracepoints, classic uprobes */
 	size_t n_links, cap_links;
+	int *multi_fds;			/* multi-uprobe links, two per library */
+	size_t n_multi, cap_multi;
+	bool multi;			/* the kernel has multi-uprobe links */
 };
 
 struct probe_stats {

@@ -5,10 +5,12 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -26,6 +28,7 @@
 
 struct trace {
 	struct attach_opts ao;
+	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	bool json;
 	char **cmd;		/* argv of COMMAND, or NULL */
 	struct probes probes;
@@ -80,7 +83,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 
 	attach_opts__init(&t->ao);
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "+" ATTACH_SHORT_OPTS "jh", opts, NULL)) != -1) {
+	opterr = 0;	/* one line of our own instead of getopt's two */
+	while ((opt = getopt_long(argc, argv, "+:" ATTACH_SHORT_OPTS "jh", opts, NULL)) != -1) {
 		r = attach_opts__parse(&t->ao, opt, optarg);
 		if (r < 0)
 			return -EINVAL;
@@ -93,8 +97,15 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'h':
 			trace_usage(stdout);
 			return 1;
+		case ':':
+			elog("trace: option '%s' needs a value", argv[optind - 1]);
+			return -EINVAL;
 		default:
-			fprintf(stderr, "Try 'umtrace trace --help'.\n");
+			if (optopt)
+				elog("trace: unknown option '-%c'; see 'umtrace trace --help'", optopt);
+			else
+				elog("trace: unknown option '%s'; see 'umtrace trace --help'",
+				     argv[optind - 1]);
 			return -EINVAL;
 		}
 	}
@@ -107,17 +118,35 @@ static int parse_args(struct trace *t, int argc, char **argv)
 	return 0;
 }
 
-static int check_pids(const struct trace *t)
+/*
+ * A pidfd tells when a traced process is gone, zombie included (kill(pid,
+ * 0) still succeeds on a zombie); where the kernel has none, kill() it is.
+ */
+static int check_pids(struct trace *t)
 {
 	size_t i;
 
 	for (i = 0; i < t->ao.n_pids; i++) {
-		if (kill(t->ao.pids[i], 0) && errno == ESRCH) {
+		t->pidfds[i] = (int)syscall(SYS_pidfd_open, t->ao.pids[i], 0);
+		if (t->pidfds[i] >= 0 || errno == ENOSYS)
+			continue;
+		if (errno == ESRCH) {
 			elog("no process with pid %d", t->ao.pids[i]);
 			return -ESRCH;
 		}
+		elog("pid %d: %s", t->ao.pids[i], strerror(errno));
+		return -errno;
 	}
 	return 0;
+}
+
+static bool pid_gone(const struct trace *t, size_t i)
+{
+	struct pollfd pfd = { .fd = t->pidfds[i], .events = POLLIN };
+
+	if (pfd.fd < 0)
+		return kill(t->ao.pids[i], 0) && errno == ESRCH;
+	return poll(&pfd, 1, 0) > 0;
 }
 
 /* Explicit --libcuda paths must all work; a bad one is an error. */
@@ -266,7 +295,7 @@ static bool pids_gone(const struct trace *t)
 	if (!t->ao.n_pids)
 		return false;
 	for (i = 0; i < t->ao.n_pids; i++)
-		if (!kill(t->ao.pids[i], 0) || errno != ESRCH)
+		if (!pid_gone(t, i))
 			return false;
 	return true;
 }
@@ -373,6 +402,7 @@ int cmd_trace(int argc, char **argv)
 	int err, code;
 
 	memset(&t, 0, sizeof(t));
+	memset(t.pidfds, -1, sizeof(t.pidfds));
 	err = parse_args(&t, argc, argv);
 	if (err) {
 		attach_opts__free(&t.ao);
@@ -388,6 +418,9 @@ int cmd_trace(int argc, char **argv)
 		err = find_libs(&t);
 	if (!err)
 		err = setup(&t);
+	/* COMMAND writes to the same stdout: never leave half a line. */
+	if (!err && t.have_cmd)
+		setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!err && t.have_cmd)
 		err = launch__release(&t.launched);
 	if (!err) {
@@ -406,6 +439,9 @@ int cmd_trace(int argc, char **argv)
 		probes__destroy(&t.probes);
 	summary__free(&t.summary);
 	libcuda_set__free(&t.libs);
+	for (size_t i = 0; i < t.ao.n_pids; i++)
+		if (t.pidfds[i] >= 0)
+			close(t.pidfds[i]);
 	attach_opts__free(&t.ao);
 	return code;
 }

@@ -637,6 +637,10 @@ static void am_json_opts(FILE *f)
 		fprintf(f, "%s\"%s\"", a ? ", " : "", am_ops[opt.apis[a]].name);
 	fprintf(f, "],\n  \"free_each\": %s,\n  \"keep\": %s,\n",
 		opt.free_each ? "true" : "false", opt.keep ? "true" : "false");
+	/* Where a tracer's stack must point: the entry and its caller. */
+	fprintf(f, "  \"addrs\": {\"cuMemAlloc_v2\": %llu, \"am_alloc_dev\": %llu},\n",
+		(unsigned long long)(uintptr_t)cuMemAlloc_v2,
+		(unsigned long long)(uintptr_t)am_alloc_dev);
 }
 
 /*

@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""umtrace trace against the fake libcuda: every call seen, host pages
+charged to the right call, frees credited, exits and drops accounted."""
+import os
+import subprocess
+
+from harness import Skip, find_stub_libcuda
+
+MIB = 1 << 20
+# Entry points that take their whole size in host pages inside the call.
+POPULATING = {
+    "cuMemAlloc_v2", "cuMemAlloc", "cuMemAllocPitch_v2", "cuMemAllocPitch",
+    "cuMemAllocHost_v2", "cuMemAllocHost", "cuMemHostAlloc",
+    "cuMemAllocAsync", "cuMemAllocAsync_ptsz", "cuMemAllocFromPoolAsync",
+    "cuMemAllocFromPoolAsync_ptsz", "cuMemCreate",
+}
+# What the workload calls that umtrace does not probe.
+UNPROBED = {"cuInit", "cuMemSetAccess"}
+
+
+def within(value, want, pct):
+    return abs(value - want) <= want * pct / 100.0
+
+
+def expected_calls(truth):
+    return {api: c["calls"] for api, c in truth["calls"].items() if api not in UNPROBED}
+
+
+def seen_calls(res):
+    seen = {}
+    for c in res.calls:
+        seen[c["api"]] = seen.get(c["api"], 0) + 1
+    return seen
+
+
+def test_every_call_seen(env):
+    """All 26 entry points, 4 threads: the trace's count equals the workload's."""
+    res = env.trace([env.alloc_mix, "-t", "4", "-n", "5", "-s", "2M", "-a", "all", "-F"])
+    assert res.rc == 0, res
+    assert res.truth, "workload wrote no ground truth"
+    want, got = expected_calls(res.truth), seen_calls(res)
+    assert got == want, f"calls differ: traced {got}, made {want}"
+    assert len(want) == 26, f"workload exercised {len(want)} entry points"
+    assert res.totals["dropped"] == 0, res.totals
+    assert res.totals["records"] == len(res.calls)
+    assert all(c["pid"] == res.truth["pid"] for c in res.calls)
+    assert {c["tid"] for c in res.calls} == set(res.truth["threads"])
+
+
+def test_classic_uprobes(env):
+    """Kernels before 6.6 get one perf-event uprobe per entry point."""
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "2", "-s", "2M", "-a", "all", "-F"],
+                    env={"UMTRACE_NO_UPROBE_MULTI": "1"})
+    assert res.rc == 0, res
+    assert seen_calls(res) == expected_calls(res.truth)
+    for c in res.calls_of("cuMemHostAlloc"):
+        assert within(c["host_bytes"], 2 * MIB, 2), c
+
+
+def test_host_bytes_per_call(env):
+    """Each populating call is charged its own size in host pages, within 2%."""
+    size = 8 * MIB
+    apis = "alloc,pitch,host,hostalloc,async,pool,vmm"
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "8M", "-a", apis, "-F"])
+    assert res.rc == 0, res
+    checked = 0
+    for c in res.calls:
+        if c["api"] not in POPULATING:
+            continue
+        assert c["ret"] == 0, c
+        assert within(c["host_bytes"], size, 2), \
+            f"{c['api']} tid {c['tid']}: {c['host_bytes']} host bytes for {size}"
+        checked += 1
+    assert checked == 2 * 3 * 7, f"checked {checked} calls"
+    total = sum(c["host_bytes"] for c in res.calls if c["event"] == "alloc")
+    assert within(total, res.truth["populated_bytes"], 2), \
+        f"traced {total}, fake populated {res.truth['populated_bytes']}"
+
+
+def test_threads_do_not_mix(env):
+    """8 threads allocating at once: no call is charged another's pages."""
+    res = env.trace([env.alloc_mix, "-t", "8", "-n", "4", "-s", "4M", "-a", "alloc,hostalloc"])
+    assert res.rc == 0, res
+    allocs = [c for c in res.calls if c["event"] == "alloc"]
+    assert len(allocs) == 8 * 4 * 2
+    assert len({c["tid"] for c in allocs}) == 8
+    for c in allocs:
+        assert within(c["host_bytes"], 4 * MIB, 2), c
+    per_tid = {}
+    for c in allocs:
+        per_tid[c["tid"]] = per_tid.get(c["tid"], 0) + c["host_bytes"]
+    for tid, b in per_tid.items():
+        assert within(b, 8 * 4 * MIB, 2), f"tid {tid}: {b}"
+
+
+def test_frees_credited(env):
+    """Frees give the pages back inside the call; the table ends empty."""
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "8M",
+                     "-a", "alloc,host,hostalloc,async,pool", "-F"])
+    assert res.rc == 0, res
+    frees = [c for c in res.calls if c["event"] == "free"]
+    assert len(frees) == 2 * 3 * 5
+    for c in frees:
+        assert c["ret"] == 0, c
+        assert within(c["host_freed_bytes"], 8 * MIB, 2), c
+    assert res.totals["unfreed"] == 0, res.totals
+    assert res.totals["unmatched_frees"] == 0, res.totals
+    for row in res.summary:
+        assert row["unfreed"] == 0, row
+
+
+def test_vmm_create_map_release(env):
+    """VMM: cuMemCreate holds the pages, the release credits them."""
+    res = env.trace([env.alloc_mix, "-t", "1", "-n", "4", "-s", "16M", "-a", "vmm", "-F"])
+    assert res.rc == 0, res
+    by_api = {a: res.calls_of(a) for a in ("cuMemAddressReserve", "cuMemCreate", "cuMemMap",
+                                          "cuMemUnmap", "cuMemRelease", "cuMemAddressFree")}
+    for api, calls in by_api.items():
+        assert len(calls) == 4, f"{api}: {len(calls)}"
+    for c in by_api["cuMemCreate"]:
+        assert within(c["host_bytes"], 16 * MIB, 2), c
+    for c in by_api["cuMemAddressReserve"] + by_api["cuMemMap"]:
+        assert c["host_bytes"] < 64 * 1024, c
+    # Unmap before release: the pages go when the last reference does.
+    freed = sum(c["host_freed_bytes"] for c in by_api["cuMemRelease"] + by_api["cuMemUnmap"])
+    assert within(freed, 4 * 16 * MIB, 2), freed
+    maps = by_api["cuMemMap"]
+    creates = {c["handle"] for c in by_api["cuMemCreate"]}
+    assert {c["aux"] for c in maps} == creates, "cuMemMap's physical handle not recorded"
+    assert res.totals["unfreed"] == 0, res.totals
+
+
+def test_nested_calls_charged_once(env):
+    """cuMemAllocFromPoolAsync calls cuMemAllocAsync: one record, one charge."""
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "5", "-s", "4M", "-a", "pool,pool_ptsz"])
+    assert res.rc == 0, res
+    assert res.truth["fake"]["calls"]["cuMemAllocAsync"]["calls"] == 20, "fake did not nest"
+    assert not res.calls_of("cuMemAllocAsync"), "inner call reported"
+    pools = res.calls_of("cuMemAllocFromPoolAsync") + res.calls_of("cuMemAllocFromPoolAsync_ptsz")
+    assert len(pools) == 20
+    for c in pools:
+        assert within(c["host_bytes"], 4 * MIB, 2), c
+
+
+def test_managed_pages_outside_the_call(env):
+    """Managed memory takes nothing at the call; pages come on first touch."""
+    res = env.trace([env.alloc_mix, "-t", "1", "-n", "3", "-s", "8M", "-a", "managed", "-F"])
+    assert res.rc == 0, res
+    calls = res.calls_of("cuMemAllocManaged")
+    assert len(calls) == 3
+    for c in calls:
+        assert c["host_bytes"] < 64 * 1024, c
+    frees = res.calls_of("cuMemFree_v2")
+    assert len(frees) == 3
+    for c in frees:    # half was touched
+        assert within(c["host_freed_bytes"], 4 * MIB, 2), c
+
+
+def test_exit_inside_a_call(env):
+    """The process exits while a thread is inside cuMemAlloc_v2: accounted."""
+    res = env.trace([env.alloc_mix, "-t", "1", "-n", "1", "-s", "16M", "-a", "alloc", "-x"])
+    assert res.rc == 0, res
+    inflight = res.truth["inflight"]
+    assert inflight, res.truth
+    died = [c for c in res.calls if c["end"] == "exited"]
+    assert len(died) == 1, [c for c in res.calls if c["end"] != "returned"]
+    c = died[0]
+    assert c["tid"] == inflight["tid"] and c["api"] == "cuMemAlloc_v2", c
+    assert within(c["host_bytes"], 16 * MIB, 2), c
+    row = [r for r in res.summary if r["api"] == "cuMemAlloc_v2"][0]
+    assert row["died_in_call"] == 1, row
+
+
+def test_ring_buffer_drops_counted(env):
+    """A ring buffer too small to keep up: every call is either printed or
+    counted as lost, and the loss is reported."""
+    res = env.trace([env.alloc_mix, "-t", "8", "-n", "3000", "-s", "4K", "-a", "alloc", "-F"],
+                    extra=["--ringbuf-size", "4K"], timeout=300)
+    assert res.rc == 0, res
+    made = sum(expected_calls(res.truth).values())
+    assert made == 8 * 3000 * 2
+    dropped = res.totals["dropped"]
+    assert dropped > 0, "no drops with a 4K ring buffer: the test proves nothing"
+    assert len(res.calls) + dropped == made, f"{len(res.calls)} seen + {dropped} dropped != {made}"
+    assert "lost" in res.stderr, res.stderr[-300:]
+
+
+def test_command_exit_status(env):
+    """trace -- COMMAND exits with COMMAND's status."""
+    p = subprocess.run([env.umtrace, "trace", "--libcuda", env.fake, "--", "sh", "-c", "exit 7"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 7, (p.returncode, p.stderr)
+    p = subprocess.run([env.umtrace, "trace", "--libcuda", env.fake, "--", "/nonexistent/prog"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 127, (p.returncode, p.stderr)
+    assert "cannot run" in p.stderr
+
+
+def test_children_traced(env):
+    """A COMMAND's children are traced; their pid differs from the shell's."""
+    truth = env.tmpfile("child.json")
+    res = env.trace(["sh", "-c", f"{env.alloc_mix} -t 2 -n 3 -s 1M -a alloc -F -o {truth}; true"],
+                    truth=False)
+    assert res.rc == 0, res
+    import json
+    with open(truth) as f:
+        t = json.load(f)
+    assert len(res.calls) == 12, res
+    assert {c["pid"] for c in res.calls} == {t["pid"]}
+
+
+def test_pid_filter(env):
+    """-p PID traces that process and not another one running beside it."""
+    a = env.popen([env.alloc_mix, "-d", "1500", "-t", "1", "-n", "4", "-s", "1M", "-a", "alloc", "-F"])
+    b = env.popen([env.alloc_mix, "-d", "1500", "-t", "1", "-n", "4", "-s", "1M", "-a", "alloc", "-F"])
+    tr = env.popen([env.umtrace, "trace", "--json", "--libcuda", env.fake, "-p", str(a.pid)])
+    out, err = tr.communicate(timeout=60)    # ends when pid a exits
+    a.wait(timeout=30)
+    b.wait(timeout=30)
+    from harness import TraceResult
+    res = TraceResult(tr.returncode, out, err)
+    assert res.rc == 0, res
+    assert len(res.calls) == 8, res
+    assert {c["pid"] for c in res.calls} == {a.pid}
+
+
+def test_text_output_and_summary(env):
+    """The text form: a header, one line per call, a summary."""
+    p = subprocess.run([env.umtrace, "trace", "--libcuda", env.fake, "--", env.alloc_mix,
+                        "-n", "2", "-s", "2M", "-a", "hostalloc", "-o", "/dev/null"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:5] == ["TIME", "PID", "TID", "COMM", "API"], lines[0]
+    assert sum(1 for l in lines if " cuMemHostAlloc " in l and "2.0M" in l) >= 2, p.stdout
+    assert any(l.startswith("PID") and "UNFREED" in l for l in lines), p.stdout
+    assert "4 GPU calls traced, 0 records lost" in p.stdout, p.stdout
+
+
+def test_demo(env):
+    """make demo: the shipped demo runs and shows every kind of call."""
+    p = subprocess.run([env.umtrace, "trace", "--json", "--libcuda", env.fake, "--", env.demo],
+                       capture_output=True, text=True, timeout=120)
+    from harness import TraceResult
+    res = TraceResult(p.returncode, p.stdout, p.stderr)
+    assert res.rc == 0, res
+    apis = {c["api"] for c in res.calls}
+    for api in ("cuMemAlloc_v2", "cuMemHostAlloc", "cuMemCreate", "cuMemMap",
+                "cuMemAllocAsync", "cuMemFreeAsync"):
+        assert api in apis, f"{api} missing from {apis}"
+    assert res.totals["unfreed"] > 0, "the demo leaks on purpose"
+
+
+def test_stack_recorded(env):
+    """The user stack: the entry point first, then its direct caller (whose
+    return address the kernel's frame-pointer walk would skip), then more."""
+    res = env.trace([env.alloc_mix, "-n", "1", "-s", "1M", "-a", "alloc"])
+    assert res.rc == 0, res
+    c = res.calls_of("cuMemAlloc_v2")[0]
+    stack = [int(a, 16) for a in c["stack"]]
+    addrs = res.truth["addrs"]
+    assert len(stack) >= 4, c
+    assert stack[0] == addrs["cuMemAlloc_v2"], (hex(stack[0]), hex(addrs["cuMemAlloc_v2"]))
+    assert 0 < stack[1] - addrs["am_alloc_dev"] < 512, \
+        f"caller frame {stack[1]:#x} not in am_alloc_dev at {addrs['am_alloc_dev']:#x}"
+
+
+def test_toolkit_stub_resolves(env):
+    """NVIDIA's own stub libcuda.so: every probed symbol is found and attached."""
+    stub = find_stub_libcuda()
+    if not stub:
+        raise Skip("no CUDA toolkit stub libcuda.so installed")
+    p = subprocess.Popen([env.umtrace, "trace", "--libcuda", stub, "-v"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = ""
+    while True:
+        line = p.stderr.readline()
+        if not line or "probing" in line:
+            break
+    p.terminate()
+    out, err = p.communicate(timeout=30)
+    assert f"probing 26 entry points in {stub}" in line, line + err
+    assert p.returncode == 0, err
+
+
+def test_no_libcuda_counts_process_pages(env):
+    """With no libcuda anywhere, host pages are still counted per process."""
+    envv = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    p = subprocess.run([env.umtrace, "trace", "--json", "--rescan", "0", "--",
+                        "python3", "-c", "b = bytearray(64 << 20); b[::4096] = b'x' * len(b[::4096])"],
+                       capture_output=True, text=True, timeout=120, env=envv)
+    if "probing" in p.stderr:
+        raise Skip("a libcuda is installed on this machine")
+    assert p.returncode == 0, p.stderr
+    assert "no libcuda found" in p.stderr
+    import json
+    rows = [json.loads(l) for l in p.stdout.splitlines() if '"host_pages_summary"' in l]
+    py = [r for r in rows if r["comm"].startswith("python")]
+    assert py and max(r["host_bytes"] for r in py) >= 64 << 20, rows
