@@ -98,8 +98,11 @@ int summary__consume(struct summary *s, const struct umt_call_rec *r)
 	if (!row)
 		return -ENOMEM;
 	s->records++;
-	memcpy(row->comm, r->comm, sizeof(row->comm));
-	row->comm[sizeof(row->comm) - 1] = '\0';
+	/* Name the row after the process (its main thread), not a worker. */
+	if (!row->comm[0] || r->tid == r->pid) {
+		memcpy(row->comm, r->comm, sizeof(row->comm));
+		row->comm[sizeof(row->comm) - 1] = '\0';
+	}
 	row->calls++;
 	row->host_taken += r->pages_taken * s->page_size;
 	row->host_freed += r->pages_freed * s->page_size;
