@@ -41,6 +41,7 @@ struct trace {
 	struct output_clock clock;
 	struct proc_pages_view pages;
 	bool pages_mode;
+	bool header_done;
 	uint64_t drops_reported;
 	uint64_t bad_records;
 };
@@ -214,10 +215,14 @@ static int on_record(void *ctx, void *data, size_t size)
 		t->bad_records++;
 		return 0;
 	}
-	if (t->json)
+	if (t->json) {
 		output__call_json(stdout, &t->clock, r);
-	else
+	} else {
+		if (!t->header_done)
+			output__call_header(stdout);
+		t->header_done = true;
 		output__call_text(stdout, &t->clock, r);
+	}
 	summary__consume(&t->summary, r);
 	return 0;
 }
@@ -424,8 +429,10 @@ int cmd_trace(int argc, char **argv)
 	if (!err && t.have_cmd)
 		err = launch__release(&t.launched);
 	if (!err) {
-		if (!t.json && !t.pages_mode)
+		if (!t.json && !t.pages_mode) {
 			output__call_header(stdout);
+			t.header_done = true;
+		}
 		err = run_loop(&t);
 		print_summary(&t);
 	}

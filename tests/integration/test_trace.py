@@ -297,3 +297,35 @@ def test_no_libcuda_counts_process_pages(env):
     rows = [json.loads(l) for l in p.stdout.splitlines() if '"host_pages_summary"' in l]
     py = [r for r in rows if r["comm"].startswith("python")]
     assert py and max(r["host_bytes"] for r in py) >= 64 << 20, rows
+
+
+def test_discovery_ld_library_path(env):
+    """Without --libcuda: a libcuda.so.1 in LD_LIBRARY_PATH is found."""
+    truth = env.tmpfile("ldpath.json")
+    p = subprocess.run([env.umtrace, "trace", "--json", "--rescan", "0", "--", env.alloc_mix,
+                        "-n", "2", "-s", "1M", "-a", "alloc", "-F", "-o", truth],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, LD_LIBRARY_PATH=env.tests))
+    assert p.returncode == 0, p.stderr
+    assert f"probing 26 entry points in {env.tests}/libcuda.so.1" in p.stderr, p.stderr
+    from harness import TraceResult
+    assert len(TraceResult(0, p.stdout, p.stderr).calls) == 4
+
+
+def test_discovery_rescan_finds_running_process(env):
+    """A libcuda that appears later, mapped by a running process, is found by
+    the rescan through /proc/PID/root and probed while the job runs."""
+    envv = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    tr = env.popen([env.umtrace, "trace", "--json", "--rescan", "200ms"], env=envv)
+    job = env.popen([env.alloc_mix, "-d", "2500", "-n", "3", "-s", "1M", "-a", "alloc", "-F",
+                     "-o", env.tmpfile("rescan.json")])
+    job.wait(timeout=60)
+    import signal
+    tr.send_signal(signal.SIGINT)
+    out, err = tr.communicate(timeout=60)
+    from harness import TraceResult
+    res = TraceResult(tr.returncode, out, err)
+    assert res.rc == 0, res
+    assert f"/proc/{job.pid}/root" in err and "probing 26 entry points" in err, err
+    mine = [c for c in res.calls if c["pid"] == job.pid]
+    assert len(mine) == 6, res
