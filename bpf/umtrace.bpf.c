@@ -72,6 +72,14 @@ struct {
 	__type(value, __u8);
 } traced_pids SEC(".maps");
 
+/* Processes that made a GPU call (tgid -> 1): their exit is reported. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} gpu_procs SEC(".maps");
+
 struct proc_pages {
 	__u64 alloc;
 	__u64 freed;
@@ -228,6 +236,14 @@ static __always_inline void capture_stack(struct window *w, struct pt_regs *ctx)
 	w->stack_len = n + sizeof(w->stack[0]);
 }
 
+static __always_inline void note_gpu_proc(__u32 tgid)
+{
+	__u8 one = 1;
+
+	if (!bpf_map_lookup_elem(&gpu_procs, &tgid))
+		bpf_map_update_elem(&gpu_procs, &tgid, &one, BPF_ANY);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(gpu_call_entry)
 {
@@ -253,6 +269,7 @@ int BPF_KPROBE(gpu_call_entry)
 		/* Not deeper: the open call returned without its probe. */
 		close_window(w, UMT_END_LOST_RETURN, 0);
 	}
+	note_gpu_proc(task->tgid);
 	w->cookie = ck;
 	w->sp = sp;
 	w->pages_taken = 0;
@@ -334,14 +351,40 @@ static __always_inline void close_on(struct task_struct *task, __u32 end)
 		close_window(w, end, 0);
 }
 
-/* A thread that dies inside a GPU call still gets its record. */
+static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgid)
+{
+	struct umt_proc_exit_rec *r;
+
+	if (bpf_map_delete_elem(&gpu_procs, &tgid))
+		return;	/* made no GPU call */
+	__sync_fetch_and_add(&rec_total, 1);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&rec_dropped, 1);
+		return;
+	}
+	r->type = UMT_REC_PROC_EXIT;
+	r->pid = tgid;
+	r->ts_ns = bpf_ktime_get_ns();
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), task->group_leader->comm);
+	bpf_ringbuf_submit(r, 0);
+}
+
+/*
+ * A thread that dies inside a GPU call still gets its record. The last
+ * thread out takes the process's GPU memory with it: do_exit() has already
+ * dropped signal->live to zero for it when this fires.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(task_exit, struct task_struct *task)
 {
 	__u32 tgid = task->tgid;
 
 	close_on(task, UMT_END_EXITED);
-	if (filter_pids && task->pid == tgid)
+	if (BPF_CORE_READ(task, signal, live.counter))
+		return 0;
+	report_proc_exit(task, tgid);
+	if (filter_pids)
 		bpf_map_delete_elem(&traced_pids, &tgid);
 	return 0;
 }

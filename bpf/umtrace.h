@@ -17,6 +17,7 @@
 /* Every ring-buffer record starts with one of these. */
 enum umt_rec_type {
 	UMT_REC_CALL = 1,	/* one GPU allocation or free call */
+	UMT_REC_PROC_EXIT = 2,	/* a process that made GPU calls has exited */
 };
 
 /*
@@ -79,6 +80,17 @@ struct umt_call_rec {
 	__u32 stack_len;	/* valid bytes in stack[] */
 	char comm[TASK_COMM_LEN];
 	__u64 stack[UMT_STACK_MAX];
+};
+
+/*
+ * The driver frees everything a process held when it exits: its
+ * outstanding allocations are released at this point.
+ */
+struct umt_proc_exit_rec {
+	__u32 type;		/* UMT_REC_PROC_EXIT */
+	__u32 pid;
+	__u64 ts_ns;
+	char comm[TASK_COMM_LEN];
 };
 
 #endif /* UMTRACE_H */

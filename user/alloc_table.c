@@ -90,6 +90,54 @@ void alloc_table__for_each(const struct alloc_table *t,
 	twalk_r(t->root, walk, &w);
 }
 
+struct pid_keys {
+	uint32_t pid;
+	struct alloc_key *keys;
+	size_t n, cap;
+	bool oom;
+};
+
+static void collect_pid(const struct alloc_entry *e, void *ctx)
+{
+	struct pid_keys *pk = ctx;
+
+	if (e->key.pid != pk->pid || pk->oom)
+		return;
+	if (pk->n == pk->cap) {
+		size_t cap = pk->cap ? pk->cap * 2 : 64;
+		struct alloc_key *v = realloc(pk->keys, cap * sizeof(*v));
+
+		if (!v) {
+			pk->oom = true;
+			return;
+		}
+		pk->keys = v;
+		pk->cap = cap;
+	}
+	pk->keys[pk->n++] = e->key;
+}
+
+/* tdelete() may rebalance the tree: collect the keys first, then delete. */
+size_t alloc_table__remove_pid(struct alloc_table *t, uint32_t pid,
+			       void (*fn)(const struct alloc_entry *e, void *ctx),
+			       void *ctx)
+{
+	struct pid_keys pk = { .pid = pid };
+	struct alloc_entry e;
+	size_t i, n = 0;
+
+	alloc_table__for_each(t, collect_pid, &pk);
+	for (i = 0; i < pk.n; i++) {
+		if (!alloc_table__remove(t, &pk.keys[i], &e))
+			continue;
+		if (fn)
+			fn(&e, ctx);
+		n++;
+	}
+	free(pk.keys);
+	return n;
+}
+
 void alloc_table__free(struct alloc_table *t)
 {
 	tdestroy(t->root, free);

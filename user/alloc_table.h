@@ -41,6 +41,10 @@ int alloc_table__insert(struct alloc_table *t, const struct alloc_entry *e,
 			struct alloc_entry *replaced);
 bool alloc_table__remove(struct alloc_table *t, const struct alloc_key *k,
 			 struct alloc_entry *out);
+/* Remove every entry of pid, handing each to fn first; returns how many. */
+size_t alloc_table__remove_pid(struct alloc_table *t, uint32_t pid,
+			       void (*fn)(const struct alloc_entry *e, void *ctx),
+			       void *ctx);
 void alloc_table__for_each(const struct alloc_table *t,
 			   void (*fn)(const struct alloc_entry *e, void *ctx),
 			   void *ctx);

@@ -119,6 +119,28 @@ int summary__consume(struct summary *s, const struct umt_call_rec *r)
 	return track(s, r, api);
 }
 
+static void release_at_exit(const struct alloc_entry *e, void *ctx)
+{
+	struct summary *s = ctx;
+	struct summary_row *row;
+
+	unfreed_add(s, e, -1);
+	s->exit_freed++;
+	s->exit_freed_host += e->host_bytes;
+	row = row_get(s, e->key.pid, e->api);
+	if (!row)
+		return;
+	row->exit_freed++;
+	row->exit_freed_size += e->size;
+	row->exit_freed_host += e->host_bytes;
+}
+
+void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
+{
+	s->exits++;
+	alloc_table__remove_pid(&s->table, r->pid, release_at_exit, s);
+}
+
 struct collect {
 	struct summary_row *v;
 	size_t n;
@@ -154,11 +176,11 @@ void summary__print_text(const struct summary *s, FILE *f)
 	v = summary__rows(s, &n);
 	if (!v)
 		return;
-	fprintf(f, "\n%-7s %-15s %-28s %7s %6s %8s %8s %8s %7s %8s\n", "PID",
+	fprintf(f, "\n%-7s %-15s %-28s %7s %6s %8s %8s %8s %7s %8s %7s\n", "PID",
 		"COMM", "API", "CALLS", "FAILED", "SIZE", "HOST+", "HOST-",
-		"UNFREED", "HOSTHELD");
+		"UNFREED", "HOSTHELD", "ATEXIT");
 	for (i = 0; i < n; i++)
-		fprintf(f, "%-7u %-15s %-28s %7llu %6llu %8s %8s %8s %7llu %8s\n",
+		fprintf(f, "%-7u %-15s %-28s %7llu %6llu %8s %8s %8s %7llu %8s %7llu\n",
 			v[i].pid, v[i].comm, cuda_api__name(v[i].api),
 			(unsigned long long)v[i].calls,
 			(unsigned long long)(v[i].failed + v[i].died),
@@ -166,10 +188,15 @@ void summary__print_text(const struct summary *s, FILE *f)
 			fmt_bytes(v[i].host_taken, b[1], sizeof(b[1])),
 			fmt_bytes(v[i].host_freed, b[2], sizeof(b[2])),
 			(unsigned long long)v[i].unfreed,
-			fmt_bytes(v[i].unfreed_host, b[3], sizeof(b[3])));
+			fmt_bytes(v[i].unfreed_host, b[3], sizeof(b[3])),
+			(unsigned long long)v[i].exit_freed);
 	fprintf(f, "%zu allocations unfreed: %s requested, %s of host memory taken by them\n",
 		s->table.count, fmt_bytes(s->table.size_bytes, b[0], sizeof(b[0])),
 		fmt_bytes(s->table.host_bytes, b[4], sizeof(b[4])));
+	if (s->exit_freed)
+		fprintf(f, "%llu allocations never freed were released when their process exited (%s of host memory)\n",
+			(unsigned long long)s->exit_freed,
+			fmt_bytes(s->exit_freed_host, b[0], sizeof(b[0])));
 	free(v);
 }
 
@@ -187,7 +214,8 @@ void summary__print_json(const struct summary *s, FILE *f)
 		fprintf(f, ",\"api\":\"%s\",\"calls\":%llu,\"failed\":%llu,"
 			"\"died_in_call\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
 			"\"host_freed_bytes\":%llu,\"unfreed\":%llu,"
-			"\"unfreed_size\":%llu,\"unfreed_host_bytes\":%llu}\n",
+			"\"unfreed_size\":%llu,\"unfreed_host_bytes\":%llu,"
+			"\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu}\n",
 			cuda_api__name(v[i].api),
 			(unsigned long long)v[i].calls,
 			(unsigned long long)v[i].failed,
@@ -197,7 +225,9 @@ void summary__print_json(const struct summary *s, FILE *f)
 			(unsigned long long)v[i].host_freed,
 			(unsigned long long)v[i].unfreed,
 			(unsigned long long)v[i].unfreed_size,
-			(unsigned long long)v[i].unfreed_host);
+			(unsigned long long)v[i].unfreed_host,
+			(unsigned long long)v[i].exit_freed,
+			(unsigned long long)v[i].exit_freed_host);
 	}
 	free(v);
 }

@@ -26,6 +26,9 @@ struct summary_row {
 	uint64_t unfreed;	/* allocations with no free seen yet */
 	uint64_t unfreed_size;
 	uint64_t unfreed_host;
+	uint64_t exit_freed;	/* released when the process exited */
+	uint64_t exit_freed_size;
+	uint64_t exit_freed_host;
 };
 
 struct summary {
@@ -35,10 +38,15 @@ struct summary {
 	uint64_t page_size;
 	uint64_t records;
 	uint64_t unmatched_frees;	/* frees of handles never seen allocated */
+	uint64_t exits;			/* processes that made GPU calls and exited */
+	uint64_t exit_freed;		/* allocations released by those exits */
+	uint64_t exit_freed_host;
 };
 
 void summary__init(struct summary *s, uint64_t page_size);
 int summary__consume(struct summary *s, const struct umt_call_rec *r);
+/* The process is gone: everything it held is released ("freed at exit"). */
+void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r);
 /* Rows sorted by pid then entry point; the caller frees the array. */
 struct summary_row *summary__rows(const struct summary *s, size_t *n);
 void summary__print_text(const struct summary *s, FILE *f);

@@ -206,11 +206,26 @@ static int attach_new_libs(struct trace *t)
 	return 0;
 }
 
+static void on_proc_exit(struct trace *t, const struct umt_proc_exit_rec *r)
+{
+	if (t->json) {
+		printf("{\"ts_ns\":%llu,\"event\":\"exit\",\"pid\":%u,\"comm\":",
+		       (unsigned long long)r->ts_ns, r->pid);
+		output__json_string(stdout, r->comm);
+		fputs("}\n", stdout);
+	}
+	summary__proc_exit(&t->summary, r);
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct trace *t = ctx;
 	const struct umt_call_rec *r = data;
 
+	if (size >= sizeof(struct umt_proc_exit_rec) && r->type == UMT_REC_PROC_EXIT) {
+		on_proc_exit(t, data);
+		return 0;
+	}
 	if (size < sizeof(*r) || r->type != UMT_REC_CALL) {
 		t->bad_records++;
 		return 0;
@@ -360,12 +375,17 @@ static void print_summary(struct trace *t)
 		summary__print_json(&t->summary, stdout);
 		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
 		       "\"unmatched_frees\":%llu,\"unfreed\":%zu,"
-		       "\"unfreed_host_bytes\":%llu,\"storage_failed\":%llu}\n",
+		       "\"unfreed_host_bytes\":%llu,\"exits\":%llu,"
+		       "\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu,"
+		       "\"storage_failed\":%llu}\n",
 		       (unsigned long long)t->summary.records,
 		       (unsigned long long)st.rec_dropped,
 		       (unsigned long long)t->summary.unmatched_frees,
 		       t->summary.table.count,
 		       (unsigned long long)t->summary.table.host_bytes,
+		       (unsigned long long)t->summary.exits,
+		       (unsigned long long)t->summary.exit_freed,
+		       (unsigned long long)t->summary.exit_freed_host,
 		       (unsigned long long)st.storage_failed);
 	} else if (!t->pages_mode) {
 		summary__print_text(&t->summary, stdout);

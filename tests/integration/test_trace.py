@@ -156,6 +156,22 @@ def test_managed_pages_outside_the_call(env):
         assert within(c["host_freed_bytes"], 4 * MIB, 2), c
 
 
+def test_exit_releases_everything(env):
+    """Allocations never freed are released when their process exits."""
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "4M",
+                     "-a", "alloc,hostalloc,vmm,managed", "-k"])
+    assert res.rc == 0, res
+    allocs = [c for c in res.calls if c["event"] == "alloc"]
+    assert not [c for c in res.calls if c["event"] == "free"], "-k frees nothing"
+    exits = [o for o in res.other if o.get("event") == "exit"]
+    assert [e["pid"] for e in exits] == [res.truth["pid"]], exits
+    t = res.totals
+    assert t["unfreed"] == 0 and t["freed_at_exit"] == len(allocs), t
+    held = sum(c["host_bytes"] for c in allocs)
+    assert t["freed_at_exit_host_bytes"] == held, (t, held)
+    assert within(held, 2 * 3 * 3 * 4 * MIB, 2), held
+
+
 def test_exit_inside_a_call(env):
     """The process exits while a thread is inside cuMemAlloc_v2: accounted."""
     res = env.trace([env.alloc_mix, "-t", "1", "-n", "1", "-s", "16M", "-a", "alloc", "-x"])
@@ -248,7 +264,10 @@ def test_demo(env):
     for api in ("cuMemAlloc_v2", "cuMemHostAlloc", "cuMemCreate", "cuMemMap",
                 "cuMemAllocAsync", "cuMemFreeAsync"):
         assert api in apis, f"{api} missing from {apis}"
-    assert res.totals["unfreed"] > 0, "the demo leaks on purpose"
+    # The demo leaks on purpose; its exit releases the leak.
+    assert res.totals["unfreed"] == 0, res.totals
+    assert res.totals["freed_at_exit"] > 0, res.totals
+    assert res.totals["exits"] == 1, res.totals
 
 
 def test_stack_recorded(env):

@@ -141,8 +141,39 @@ static void test_managed_freed_by_memfree(void)
 	summary__free(&s);
 }
 
+static void test_exit_releases(void)
+{
+	struct umt_proc_exit_rec ex = { .type = UMT_REC_PROC_EXIT, .pid = 8 };
+	struct summary s;
+	struct umt_call_rec r;
+	struct summary_row *v;
+	size_t n;
+
+	summary__init(&s, 4096);
+	r = rec(8, UMT_API_MEM_ALLOC_V2, 0x1000, 1 << 20, 256);
+	summary__consume(&s, &r);
+	r = rec(8, UMT_API_MEM_CREATE, 0x1, 1 << 21, 512);
+	summary__consume(&s, &r);
+	r = rec(9, UMT_API_MEM_ALLOC_V2, 0x1000, 1 << 20, 256);	/* another process */
+	summary__consume(&s, &r);
+	summary__proc_exit(&s, &ex);
+	CHECK_EQ(s.table.count, 1, "only pid 9's allocation is left");
+	CHECK_EQ(s.exit_freed, 2, "released at exit");
+	CHECK_EQ(s.exit_freed_host, 768 * 4096, "host bytes released");
+	v = summary__rows(&s, &n);
+	CHECK_EQ(n, 3, "rows");
+	CHECK_EQ(v[0].unfreed, 0, "pid 8 alloc row");
+	CHECK_EQ(v[0].exit_freed, 1, "pid 8 alloc row at exit");
+	CHECK_EQ(v[2].unfreed, 1, "pid 9 untouched");
+	free(v);
+	summary__proc_exit(&s, &ex);	/* twice: nothing left, no harm */
+	CHECK_EQ(s.exit_freed, 2, "idempotent");
+	summary__free(&s);
+}
+
 int main(void)
 {
+	RUN_SUBTEST(test_exit_releases);
 	RUN_SUBTEST(test_alloc_free);
 	RUN_SUBTEST(test_failed_and_died);
 	RUN_SUBTEST(test_vmm_spaces);
