@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "log.h"
+#include "session.h"
+
+static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exit_signal;
+
+static void on_signal(int sig)
+{
+	exiting = 1;
+	exit_signal = sig;
+}
+
+void session__stop(void)
+{
+	exiting = 1;
+}
+
+bool session__stopping(void)
+{
+	return exiting;
+}
+
+void session__init(struct session *s, struct attach_opts *ao, char **cmd,
+		   const struct session_ops *ops, void *ctx)
+{
+	memset(s, 0, sizeof(*s));
+	memset(s->pidfds, -1, sizeof(s->pidfds));
+	s->ao = ao;
+	s->cmd = cmd;
+	s->ops = ops;
+	s->ctx = ctx;
+	s->tick_ms = 1000;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A pidfd tells when a traced process is gone, zombie included (kill(pid,
+ * 0) still succeeds on a zombie); where the kernel has none, kill() it is.
+ */
+static int open_pids(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->ao->n_pids; i++) {
+		s->pidfds[i] = (int)syscall(SYS_pidfd_open, s->ao->pids[i], 0);
+		if (s->pidfds[i] >= 0 || errno == ENOSYS)
+			continue;
+		if (errno == ESRCH) {
+			elog("no process with pid %d", s->ao->pids[i]);
+			return -ESRCH;
+		}
+		elog("pid %d: %s", s->ao->pids[i], strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static bool pid_gone(const struct session *s, size_t i)
+{
+	struct pollfd pfd = { .fd = s->pidfds[i], .events = POLLIN };
+
+	if (pfd.fd < 0)
+		return kill(s->ao->pids[i], 0) && errno == ESRCH;
+	return poll(&pfd, 1, 0) > 0;
+}
+
+static bool pids_gone(const struct session *s)
+{
+	size_t i;
+
+	if (!s->ao->n_pids)
+		return false;
+	for (i = 0; i < s->ao->n_pids; i++)
+		if (!pid_gone(s, i))
+			return false;
+	return true;
+}
+
+/* Explicit --libcuda paths must all work; a bad one is an error. */
+static int find_libs(struct session *s)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < s->ao->n_libcuda; i++) {
+		err = libcuda_set__add(&s->libs, s->ao->libcuda[i]);
+		if (err == -EISDIR) {
+			elog("--libcuda %s: is not a regular file", s->ao->libcuda[i]);
+			return err;
+		}
+		if (err < 0) {
+			elog("--libcuda %s: %s", s->ao->libcuda[i], strerror(-err));
+			return err;
+		}
+	}
+	if (s->ao->n_libcuda)
+		return 0;
+	libcuda_set__add_default(&s->libs);
+	libcuda_set__scan_proc(&s->libs);
+	return 0;
+}
+
+/* Attach to the libraries not yet probed; errors are fatal when explicit. */
+static int attach_new_libs(struct session *s)
+{
+	bool explicit = s->ao->n_libcuda;
+	size_t i;
+	int n;
+
+	for (i = 0; i < s->libs.n; i++) {
+		struct libcuda *lib = &s->libs.libs[i];
+
+		if (lib->probed)
+			continue;
+		lib->probed = true;
+		n = probes__attach_lib(&s->probes, lib->path);
+		if (n == 0) {
+			if (explicit) {
+				elog("%s: defines none of the CUDA allocation entry points", lib->path);
+				return -ENOENT;
+			}
+			wlog("%s: defines none of the CUDA allocation entry points", lib->path);
+			continue;
+		}
+		if (n < 0) {
+			if (explicit)
+				return n;
+			continue;
+		}
+		fprintf(stderr, "umtrace: probing %d entry points in %s\n", n, lib->path);
+	}
+	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct umt_call_rec *r = data;
+
+	if (size >= sizeof(struct umt_proc_exit_rec) && r->type == UMT_REC_PROC_EXIT) {
+		if (s->ops->on_exit)
+			s->ops->on_exit(s->ctx, data);
+		return 0;
+	}
+	if (size < sizeof(*r) || r->type != UMT_REC_CALL) {
+		s->bad_records++;
+		return 0;
+	}
+	if (s->ops->on_call)
+		s->ops->on_call(s->ctx, r);
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int load_and_attach(struct session *s)
+{
+	struct probe_cfg cfg = {
+		.ringbuf_bytes = s->ao->ringbuf_bytes,
+		.filter_pids = s->ao->n_pids || s->cmd,
+		.proc_pages = s->pages_mode,
+	};
+	size_t i;
+	int err;
+
+	err = probes__load(&s->probes, &cfg);
+	if (err)
+		return err;
+	for (i = 0; i < s->ao->n_pids; i++)
+		if ((err = probes__add_pid(&s->probes, s->ao->pids[i])))
+			return err;
+	if (s->have_cmd && (err = probes__add_pid(&s->probes, s->launched.pid)))
+		return err;
+	err = probes__attach_kernel(&s->probes);
+	if (!err)
+		err = attach_new_libs(s);
+	if (err)
+		return err;
+	s->rb = ring_buffer__new(probes__events_fd(&s->probes), on_record, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		elog("cannot open the ring buffer: %s", strerror(errno));
+	}
+	return err;
+}
+
+int session__start(struct session *s)
+{
+	int err;
+
+	install_signals();
+	err = probes__check_env();
+	if (!err)
+		err = open_pids(s);
+	if (!err)
+		err = find_libs(s);
+	if (err)
+		return err;
+	s->pages_mode = !s->libs.n;
+	if (s->pages_mode)
+		wlog("no libcuda found (linker cache, LD_LIBRARY_PATH, driver directories, running processes); "
+		     "counting host pages per process instead; use --libcuda PATH to name one");
+	if (s->cmd) {
+		err = launch__start(&s->launched, s->cmd);
+		if (err) {
+			elog("cannot start %s: %s", s->cmd[0], strerror(-err));
+			return err;
+		}
+		s->have_cmd = true;
+	}
+	err = load_and_attach(s);
+	if (!err && s->have_cmd)
+		err = launch__release(&s->launched);
+	if (err && s->have_cmd)
+		launch__abort(&s->launched);
+	return err;
+}
+
+static void report_drops(struct session *s)
+{
+	struct probe_stats st;
+
+	probes__stats(&s->probes, &st);
+	if (st.rec_dropped == s->drops_reported)
+		return;
+	wlog("%llu records lost: the ring buffer was full (raise --ringbuf-size)",
+	     (unsigned long long)(st.rec_dropped - s->drops_reported));
+	s->drops_reported = st.rec_dropped;
+}
+
+static void rescan(struct session *s)
+{
+	if (libcuda_set__scan_proc(&s->libs) > 0)
+		attach_new_libs(s);
+}
+
+int session__run(struct session *s)
+{
+	uint64_t start = mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
+	int err;
+
+	next_scan = s->ao->rescan_ms ? start + s->ao->rescan_ms : UINT64_MAX;
+	while (!exiting) {
+		err = ring_buffer__poll(s->rb, 100);
+		if (err < 0 && err != -EINTR) {
+			elog("reading the ring buffer: %s", strerror(-err));
+			return err;
+		}
+		now = mono_ms();
+		if (now >= next_tick) {
+			report_drops(s);
+			if (s->ops->on_tick)
+				s->ops->on_tick(s->ctx);
+			next_tick = now + s->tick_ms;
+		}
+		if (!s->ao->n_libcuda && now >= next_scan) {
+			rescan(s);
+			next_scan = now + s->ao->rescan_ms;
+		}
+		if (s->have_cmd && launch__done(&s->launched))
+			break;
+		if (pids_gone(s))
+			break;
+		if (s->duration_ms && now - start >= s->duration_ms)
+			break;
+	}
+	/* Whatever the traced processes sent before they exited is queued. */
+	err = ring_buffer__consume(s->rb);
+	report_drops(s);
+	return err < 0 ? err : 0;
+}
+
+void session__stats(const struct session *s, struct probe_stats *st)
+{
+	probes__stats(&s->probes, st);
+}
+
+int session__exit_code(struct session *s, int err)
+{
+	if (err)
+		return 1;
+	if (!s->have_cmd)
+		return 0;
+	if (launch__done(&s->launched))
+		return launch__exit_code(&s->launched);
+	return 128 + (exit_signal ? exit_signal : SIGTERM);
+}
+
+void session__close(struct session *s)
+{
+	size_t i;
+
+	ring_buffer__free(s->rb);
+	s->rb = NULL;
+	if (s->probes.skel)
+		probes__destroy(&s->probes);
+	libcuda_set__free(&s->libs);
+	for (i = 0; i < ATTACH_MAX_PIDS; i++)
+		if (s->pidfds[i] >= 0)
+			close(s->pidfds[i]);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A tracing session, shared by every subcommand that attaches probes:
+ * find libcuda, start COMMAND held, load and attach, poll the ring buffer,
+ * rescan for new libraries, report lost records, stop on a signal, on
+ * COMMAND's end, when the -p processes are gone or after a duration.
+ * Subcommands only say what to do with each record.
+ */
+#ifndef UMTRACE_SESSION_H
+#define UMTRACE_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "attach_opts.h"
+#include "launch.h"
+#include "libcuda.h"
+#include "probes.h"
+#include "umtrace.h"
+
+struct ring_buffer;
+
+struct session_ops {
+	void (*on_call)(void *ctx, const struct umt_call_rec *r);
+	void (*on_exit)(void *ctx, const struct umt_proc_exit_rec *r);
+	void (*on_tick)(void *ctx);	/* once per tick_ms */
+};
+
+struct session {
+	struct attach_opts *ao;
+	char **cmd;			/* argv of COMMAND, or NULL */
+	const struct session_ops *ops;
+	void *ctx;
+	uint64_t tick_ms;
+	uint64_t duration_ms;		/* 0: until stopped */
+	bool quiet_pages;		/* no-libcuda mode prints nothing */
+	/* state */
+	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
+	struct probes probes;
+	struct ring_buffer *rb;
+	struct libcuda_set libs;
+	struct launched launched;
+	bool have_cmd;
+	bool pages_mode;		/* no libcuda: host pages per process */
+	uint64_t drops_reported;
+	uint64_t bad_records;
+};
+
+void session__init(struct session *s, struct attach_opts *ao, char **cmd,
+		   const struct session_ops *ops, void *ctx);
+/* Everything up to the probes being attached and COMMAND released. */
+int session__start(struct session *s);
+/* Poll until a stop condition; 0 or -errno. */
+int session__run(struct session *s);
+/* Ask the loop to stop (async-signal-safe). */
+void session__stop(void);
+bool session__stopping(void);
+void session__stats(const struct session *s, struct probe_stats *st);
+/* The process exit code: COMMAND's status when there is one. */
+int session__exit_code(struct session *s, int err);
+void session__close(struct session *s);
+
+#endif /* UMTRACE_SESSION_H */
