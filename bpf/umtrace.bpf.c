@@ -49,6 +49,7 @@ struct window {
 	__u32 depth;		/* > 1 while libcuda calls itself */
 	__u32 stack_len;
 	char comm[TASK_COMM_LEN];
+	char pcomm[TASK_COMM_LEN];
 	__u64 stack[UMT_STACK_MAX];
 };
 
@@ -173,6 +174,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	r->is_free = !!(w->cookie & UMT_CK_FREE);
 	r->stack_len = w->stack_len;
 	__builtin_memcpy(r->comm, w->comm, sizeof(r->comm));
+	__builtin_memcpy(r->pcomm, w->pcomm, sizeof(r->pcomm));
 	__builtin_memcpy(r->stack, w->stack, sizeof(r->stack));
 	bpf_ringbuf_submit(r, 0);
 }
@@ -276,6 +278,7 @@ int BPF_KPROBE(gpu_call_entry)
 	w->pages_freed = 0;
 	fill_args(w, ctx, ck);
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	bpf_probe_read_kernel_str(w->pcomm, sizeof(w->pcomm), task->group_leader->comm);
 	capture_stack(w, ctx);
 	w->ts_ns = bpf_ktime_get_ns();
 	w->depth = 1;

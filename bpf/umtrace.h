@@ -78,7 +78,8 @@ struct umt_call_rec {
 	__u64 pages_freed;	/* host pages freed by the thread in the call */
 	__u32 is_free;		/* the call releases memory */
 	__u32 stack_len;	/* valid bytes in stack[] */
-	char comm[TASK_COMM_LEN];
+	char comm[TASK_COMM_LEN];	/* the calling thread's */
+	char pcomm[TASK_COMM_LEN];	/* the process's (its main thread's) */
 	__u64 stack[UMT_STACK_MAX];
 };
 

@@ -7,6 +7,7 @@
 #define UMTRACE_ATTACH_OPTS_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
@@ -41,6 +42,7 @@ void attach_opts__init(struct attach_opts *o);
 /* 1 if opt was one of ours, 0 if not, -EINVAL after printing why. */
 int attach_opts__parse(struct attach_opts *o, int opt, const char *arg);
 void attach_opts__usage(FILE *f);
+bool attach_opts__has_pid(const struct attach_opts *o, uint32_t pid);
 void attach_opts__free(struct attach_opts *o);
 
 #endif /* UMTRACE_ATTACH_OPTS_H */

@@ -7,5 +7,7 @@
 
 int cmd_trace(int argc, char **argv);
 void trace_usage(FILE *f);
+int cmd_top(int argc, char **argv);
+void top_usage(FILE *f);
 
 #endif /* UMTRACE_COMMANDS_H */

@@ -58,6 +58,7 @@ enum umt_class {
 	UMT_CLASS_VMM_PHYS,
 	UMT_CLASS_VMM_MAP,
 	UMT_CLASS_VA,
+	UMT_CLASS__COUNT,
 };
 
 struct cuda_api {

@@ -106,6 +106,9 @@ void output__call_json(FILE *f, const struct output_clock *c,
 		"\"tid\":%u,\"comm\":", (unsigned long long)r->ts_ns,
 		r->is_free ? "free" : "alloc", cuda_api__name(r->api), r->pid, r->tid);
 	output__json_string(f, comm);
+	snprintf(comm, sizeof(comm), "%.*s", TASK_COMM_LEN, r->pcomm);
+	fputs(",\"pcomm\":", f);
+	output__json_string(f, comm);
 	fprintf(f, ",\"size\":%llu,\"flags\":%llu,\"handle\":%llu,\"aux\":%llu,"
 		"\"ret\":%d,\"end\":\"%s\",\"duration_ns\":%llu,\"host_bytes\":%llu,"
 		"\"host_freed_bytes\":%llu",

@@ -19,6 +19,39 @@ static int row_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static int proc_cmp(const void *a, const void *b)
+{
+	const struct summary_proc *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static struct summary_proc *proc_get(struct summary *s, uint32_t pid)
+{
+	struct summary_proc key = { .pid = pid }, *n, **slot;
+
+	slot = tfind(&key, &s->procs, proc_cmp);
+	if (slot)
+		return *slot;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->pid = pid;
+	slot = tsearch(n, &s->procs, proc_cmp);
+	if (!slot) {
+		free(n);
+		return NULL;
+	}
+	s->n_procs++;
+	return n;
+}
+
+/* What counts as GPU memory held: not address space, not a second view. */
+static bool holds_memory(enum umt_class c)
+{
+	return c != UMT_CLASS_VA && c != UMT_CLASS_VMM_MAP;
+}
+
 void summary__init(struct summary *s, uint64_t page_size)
 {
 	memset(s, 0, sizeof(*s));
@@ -46,10 +79,25 @@ static struct summary_row *row_get(struct summary *s, uint32_t pid, uint32_t api
 	return n;
 }
 
+static void proc_held_add(struct summary *s, const struct alloc_entry *e, int sign)
+{
+	struct summary_proc *p = proc_get(s, e->key.pid);
+	enum umt_class c = cuda_api__get(e->api)->class;
+
+	if (!p)
+		return;
+	p->held_count += sign;
+	p->held_size[c] += sign * e->size;
+	p->held_host += sign * e->host_bytes;
+	if (holds_memory(c))
+		p->held_gpu += sign * e->size;
+}
+
 static void unfreed_add(struct summary *s, const struct alloc_entry *e, int sign)
 {
 	struct summary_row *row = row_get(s, e->key.pid, e->api);
 
+	proc_held_add(s, e, sign);
 	if (!row)
 		return;
 	row->unfreed += sign;
@@ -87,6 +135,18 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 	return 0;
 }
 
+static void account_proc(struct summary *s, const struct umt_call_rec *r)
+{
+	struct summary_proc *p = proc_get(s, r->pid);
+
+	if (!p)
+		return;
+	memcpy(p->comm, r->pcomm, sizeof(p->comm));
+	p->comm[sizeof(p->comm) - 1] = '\0';
+	p->calls++;
+	p->host_taken += r->pages_taken * s->page_size;
+}
+
 int summary__consume(struct summary *s, const struct umt_call_rec *r)
 {
 	const struct cuda_api *api = cuda_api__get(r->api);
@@ -99,10 +159,9 @@ int summary__consume(struct summary *s, const struct umt_call_rec *r)
 		return -ENOMEM;
 	s->records++;
 	/* Name the row after the process (its main thread), not a worker. */
-	if (!row->comm[0] || r->tid == r->pid) {
-		memcpy(row->comm, r->comm, sizeof(row->comm));
-		row->comm[sizeof(row->comm) - 1] = '\0';
-	}
+	memcpy(row->comm, r->pcomm, sizeof(row->comm));
+	row->comm[sizeof(row->comm) - 1] = '\0';
+	account_proc(s, r);
 	row->calls++;
 	row->host_taken += r->pages_taken * s->page_size;
 	row->host_freed += r->pages_freed * s->page_size;
@@ -137,6 +196,13 @@ static void release_at_exit(const struct alloc_entry *e, void *ctx)
 
 void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
 {
+	struct summary_proc *p = proc_get(s, r->pid);
+
+	if (p) {
+		p->exited = true;
+		memcpy(p->comm, r->comm, sizeof(p->comm));
+		p->comm[sizeof(p->comm) - 1] = '\0';
+	}
 	s->exits++;
 	alloc_table__remove_pid(&s->table, r->pid, release_at_exit, s);
 }
@@ -163,6 +229,32 @@ struct summary_row *summary__rows(const struct summary *s, size_t *n)
 		return NULL;
 	twalk_r(s->rows, collect_row, &c);
 	qsort(c.v, c.n, sizeof(*c.v), row_cmp);
+	*n = c.n;
+	return c.v;
+}
+
+struct collect_procs {
+	struct summary_proc *v;
+	size_t n;
+};
+
+static void collect_proc(const void *node, VISIT which, void *arg)
+{
+	struct collect_procs *c = arg;
+
+	if (which == postorder || which == leaf)
+		c->v[c->n++] = **(struct summary_proc *const *)node;
+}
+
+struct summary_proc *summary__procs(const struct summary *s, size_t *n)
+{
+	struct collect_procs c = { calloc(s->n_procs + 1, sizeof(*c.v)), 0 };
+
+	*n = 0;
+	if (!c.v)
+		return NULL;
+	twalk_r(s->procs, collect_proc, &c);
+	qsort(c.v, c.n, sizeof(*c.v), proc_cmp);
 	*n = c.n;
 	return c.v;
 }
@@ -240,6 +332,7 @@ static void free_row(void *p)
 void summary__free(struct summary *s)
 {
 	tdestroy(s->rows, free_row);
+	tdestroy(s->procs, free_row);
 	alloc_table__free(&s->table);
 	memset(s, 0, sizeof(*s));
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <linux/types.h>
 #include "alloc_table.h"
+#include "cuda_api.h"
 #include "umtrace.h"
 
 struct summary_row {
@@ -31,9 +32,24 @@ struct summary_row {
 	uint64_t exit_freed_host;
 };
 
+/* Per process: what its outstanding allocations hold right now. */
+struct summary_proc {
+	uint32_t pid;
+	char comm[TASK_COMM_LEN];
+	bool exited;
+	uint64_t held_count;
+	uint64_t held_size[UMT_CLASS__COUNT];	/* GPU bytes by class */
+	uint64_t held_gpu;		/* all classes but VA reservations and mappings */
+	uint64_t held_host;		/* host bytes taken by those allocations */
+	uint64_t host_taken;		/* host bytes taken in all its calls */
+	uint64_t calls;
+};
+
 struct summary {
 	void *rows;		/* tsearch(3) tree of struct summary_row */
 	size_t n_rows;
+	void *procs;		/* tsearch(3) tree of struct summary_proc */
+	size_t n_procs;
 	struct alloc_table table;
 	uint64_t page_size;
 	uint64_t records;
@@ -49,6 +65,8 @@ int summary__consume(struct summary *s, const struct umt_call_rec *r);
 void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r);
 /* Rows sorted by pid then entry point; the caller frees the array. */
 struct summary_row *summary__rows(const struct summary *s, size_t *n);
+/* Processes sorted by pid; the caller frees the array. */
+struct summary_proc *summary__procs(const struct summary *s, size_t *n);
 void summary__print_text(const struct summary *s, FILE *f);
 void summary__print_json(const struct summary *s, FILE *f);
 void summary__free(struct summary *s);

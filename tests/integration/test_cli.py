@@ -44,6 +44,11 @@ def cases(env, tmp32):
         (["trace", "--libcuda", "/bin/true"], 1, "defines none of the CUDA"),
         (["trace", "--libcuda", tmp32], 1, "32-bit ELF"),
         (["help", "nosuch"], 2, "unknown command 'nosuch'"),
+        (["top", "--sort", "size"], 2, "invalid --sort 'size'"),
+        (["top", "-i", "10ms"], 2, "invalid --interval '10ms'"),
+        (["top", "-i"], 2, "needs a value"),
+        (["top", "extra"], 2, "unexpected argument 'extra'"),
+        (["top", "--bogus"], 2, "unknown option '--bogus'"),
     ]
 
 
@@ -80,6 +85,8 @@ def test_help_and_version(env):
     for argv, want in ((["--help"], "usage: umtrace"), (["help"], "usage: umtrace"),
                        (["help", "trace"], "usage: umtrace trace"),
                        (["trace", "--help"], "usage: umtrace trace"),
+                       (["top", "--help"], "usage: umtrace top"),
+                       (["help", "top"], "usage: umtrace top"),
                        (["--version"], "umtrace ")):
         p = subprocess.run([env.umtrace, *argv], capture_output=True, text=True, timeout=20)
         assert p.returncode == 0, (argv, p.returncode)

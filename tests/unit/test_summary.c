@@ -19,7 +19,8 @@ static struct umt_call_rec rec(uint32_t pid, unsigned int api, uint64_t handle,
 	r.size = size;
 	r.pages_taken = pages;
 	r.is_free = cuda_api__get(api)->is_free;
-	strcpy(r.comm, "job");
+	strcpy(r.comm, "job-worker");
+	strcpy(r.pcomm, "job");
 	return r;
 }
 

@@ -6,7 +6,7 @@
  * the tracer's per-call records with these counts.
  *
  * usage: alloc_mix [-t THREADS] [-n ITERS] [-s SIZE] [-a API[,API...]]
- *                  [-F] [-k] [-o FILE] [-x] [-d DELAY_MS]
+ *                  [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS]
  *
  * Every thread waits on a barrier, then runs ITERS iterations, each doing
  * every listed API once with SIZE bytes (suffix K, M or G: powers of 1024).
@@ -22,6 +22,9 @@
  * (with "inflight" naming that thread) and calls _exit(0). The tracer must
  * then report that call as ended by exit (UMT_END_EXITED) with SIZE worth
  * of pages taken, and no free for it.
+ *
+ * -w HOLD_MS: once everything is allocated, every thread waits this long
+ * before freeing (or exiting, with -k), so a live view can see it held.
  *
  * -d DELAY_MS: print the pid to stderr and sleep before cuInit, so a test
  * can attach the tracer to a process that already runs.
@@ -109,6 +112,7 @@ static struct {
 	bool inflight;
 	const char *out;
 	unsigned long start_delay_ms;
+	unsigned long hold_ms;	/* -w: everything live for this long */
 } opt = {
 	.threads = 1,
 	.iters = 1,
@@ -474,6 +478,8 @@ static void am_one(struct am_thread *t, int api, unsigned long iter)
 		t->nrecs++;
 }
 
+static void am_sleep_ms(unsigned long ms);
+
 static void *am_worker(void *arg)
 {
 	struct am_thread *t = arg;
@@ -490,6 +496,8 @@ static void *am_worker(void *arg)
 			am_one(t, opt.apis[a], i);
 	/* everything is live in every thread at this point */
 	pthread_barrier_wait(&am_barrier);
+	if (opt.hold_ms)
+		am_sleep_ms(opt.hold_ms);
 	if (!opt.keep)
 		am_free_all(t);
 	return NULL;
@@ -727,7 +735,7 @@ static void am_usage(void)
 
 	fprintf(stderr,
 		"usage: alloc_mix [-t THREADS] [-n ITERS] [-s SIZE] [-a API[,API...]]\n"
-		"                 [-F] [-k] [-o FILE] [-x] [-d DELAY_MS]\n"
+		"                 [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS]\n"
 		"  SIZE takes K, M or G; API is 'all' or one of:");
 	for (a = 0; a < AM_NR_APIS; a++)
 		fprintf(stderr, " %s", am_ops[a].name);
@@ -833,7 +841,7 @@ static void am_parse(int argc, char **argv)
 
 	opt.apis[0] = AM_ALLOC;
 	opt.napis = 1;
-	while ((c = getopt(argc, argv, "t:n:s:a:Fko:xd:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:s:a:Fko:xd:w:h")) != -1) {
 		switch (c) {
 		case 't':
 			opt.threads = (unsigned int)am_parse_ulong(optarg);
@@ -860,6 +868,9 @@ static void am_parse(int argc, char **argv)
 			break;
 		case 'x':
 			opt.inflight = true;
+			break;
+		case 'w':
+			opt.hold_ms = am_parse_ulong(optarg);
 			break;
 		case 'd':
 			opt.start_delay_ms = am_parse_ulong(optarg);
