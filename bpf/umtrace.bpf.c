@@ -216,26 +216,32 @@ static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
 }
 
 /*
- * The kernel's frame-pointer walk starts at the probed instruction and then
- * follows the caller's frame pointer, which skips the direct caller: at a
- * function's first instruction its return address is not yet in a frame.
- * Put it back as the second frame.
+ * At a function's first instruction its return address is not yet in a
+ * frame, so the frame-pointer walk from the probed instruction skips the
+ * direct caller. Kernels since 6.13 put it back themselves for uprobes;
+ * older ones do not: insert it when it is missing.
  */
 static __always_inline void capture_stack(struct window *w, struct pt_regs *ctx)
 {
+	__u64 ra = umt_entry_return_addr(ctx);
 	long n;
+	int i;
 
-	n = bpf_get_stack(ctx, &w->stack[1],
-			  sizeof(w->stack) - sizeof(w->stack[0]),
-			  BPF_F_USER_STACK);
+	n = bpf_get_stack(ctx, w->stack, sizeof(w->stack), BPF_F_USER_STACK);
 	if (n <= 0) {
 		w->stack[0] = PT_REGS_IP(ctx);
-		w->stack_len = sizeof(w->stack[0]);
+		w->stack[1] = ra;
+		w->stack_len = 2 * sizeof(w->stack[0]);
 		return;
 	}
-	w->stack[0] = w->stack[1];
-	w->stack[1] = umt_entry_return_addr(ctx);
-	w->stack_len = n + sizeof(w->stack[0]);
+	w->stack_len = n;
+	if (n >= 2 * sizeof(w->stack[0]) && w->stack[1] == ra)
+		return;
+	for (i = UMT_STACK_MAX - 1; i > 1; i--)
+		w->stack[i] = w->stack[i - 1];
+	w->stack[1] = ra;
+	if (n < sizeof(w->stack))
+		w->stack_len = n + sizeof(w->stack[0]);
 }
 
 static __always_inline void note_gpu_proc(__u32 tgid)

@@ -23,6 +23,7 @@ struct alloc_entry {
 	uint64_t size;		/* bytes requested */
 	uint64_t host_bytes;	/* host bytes taken inside the call */
 	uint64_t ts_ns;
+	uint32_t site;		/* call site id, 0 if none (user/callsites.h) */
 };
 
 struct alloc_table {

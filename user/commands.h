@@ -8,6 +8,8 @@
 int cmd_trace(int argc, char **argv);
 void trace_usage(FILE *f);
 int cmd_top(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+void report_usage(FILE *f);
 void top_usage(FILE *f);
 
 #endif /* UMTRACE_COMMANDS_H */

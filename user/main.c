@@ -20,6 +20,8 @@ struct command {
 static const struct command commands[] = {
 	{ "trace", cmd_trace, trace_usage,
 	  "print every GPU allocation call and the host memory it took" },
+	{ "report", cmd_report, report_usage,
+	  "trace for a while, then rank call sites by the host memory they took" },
 	{ "top", cmd_top, top_usage,
 	  "live view of the host memory held by GPU allocations, per process" },
 };

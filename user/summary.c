@@ -107,7 +107,7 @@ static void unfreed_add(struct summary *s, const struct alloc_entry *e, int sign
 
 /* A successful call changes the table of outstanding allocations. */
 static int track(struct summary *s, const struct umt_call_rec *r,
-		 const struct cuda_api *api)
+		 const struct cuda_api *api, uint32_t site)
 {
 	struct alloc_entry e = {
 		.key = { r->pid, api->space, r->handle },
@@ -115,6 +115,7 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 		.size = r->size,
 		.host_bytes = r->pages_taken * s->page_size,
 		.ts_ns = r->ts_ns,
+		.site = site,
 	}, old;
 	int err;
 
@@ -124,13 +125,18 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 			return 0;
 		}
 		unfreed_add(s, &old, -1);
+		if (s->on_release)
+			s->on_release(&old, false, s->release_ctx);
 		return 0;
 	}
 	err = alloc_table__insert(&s->table, &e, &old);
 	if (err < 0)
 		return err;
-	if (err)
+	if (err) {
 		unfreed_add(s, &old, -1);
+		if (s->on_release)
+			s->on_release(&old, false, s->release_ctx);
+	}
 	unfreed_add(s, &e, 1);
 	return 0;
 }
@@ -148,6 +154,12 @@ static void account_proc(struct summary *s, const struct umt_call_rec *r)
 }
 
 int summary__consume(struct summary *s, const struct umt_call_rec *r)
+{
+	return summary__consume_site(s, r, 0);
+}
+
+int summary__consume_site(struct summary *s, const struct umt_call_rec *r,
+			  uint32_t site)
 {
 	const struct cuda_api *api = cuda_api__get(r->api);
 	struct summary_row *row;
@@ -175,7 +187,7 @@ int summary__consume(struct summary *s, const struct umt_call_rec *r)
 	}
 	if (!api->is_free)
 		row->size_bytes += r->size;
-	return track(s, r, api);
+	return track(s, r, api, site);
 }
 
 static void release_at_exit(const struct alloc_entry *e, void *ctx)
@@ -184,6 +196,8 @@ static void release_at_exit(const struct alloc_entry *e, void *ctx)
 	struct summary_row *row;
 
 	unfreed_add(s, e, -1);
+	if (s->on_release)
+		s->on_release(e, true, s->release_ctx);
 	s->exit_freed++;
 	s->exit_freed_host += e->host_bytes;
 	row = row_get(s, e->key.pid, e->api);

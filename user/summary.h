@@ -57,10 +57,16 @@ struct summary {
 	uint64_t exits;			/* processes that made GPU calls and exited */
 	uint64_t exit_freed;		/* allocations released by those exits */
 	uint64_t exit_freed_host;
+	/* Told of every allocation that leaves the table (free, or exit). */
+	void (*on_release)(const struct alloc_entry *e, bool at_exit, void *ctx);
+	void *release_ctx;
 };
 
 void summary__init(struct summary *s, uint64_t page_size);
 int summary__consume(struct summary *s, const struct umt_call_rec *r);
+/* The same, remembering the call site of what the call allocates. */
+int summary__consume_site(struct summary *s, const struct umt_call_rec *r,
+			  uint32_t site);
 /* The process is gone: everything it held is released ("freed at exit"). */
 void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r);
 /* Rows sorted by pid then entry point; the caller frees the array. */

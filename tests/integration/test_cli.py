@@ -45,6 +45,10 @@ def cases(env, tmp32):
         (["trace", "--libcuda", tmp32], 1, "32-bit ELF"),
         (["help", "nosuch"], 2, "unknown command 'nosuch'"),
         (["top", "--sort", "size"], 2, "invalid --sort 'size'"),
+        (["report", "-d", "0"], 2, "invalid --duration '0'"),
+        (["report", "-d", "soon"], 2, "invalid --duration 'soon'"),
+        (["report", "--bogus"], 2, "unknown option '--bogus'"),
+        (["report", "-p", "1", "--", "true"], 2, "either -p PID or a COMMAND"),
         (["top", "-i", "10ms"], 2, "invalid --interval '10ms'"),
         (["top", "-i"], 2, "needs a value"),
         (["top", "extra"], 2, "unexpected argument 'extra'"),
@@ -86,6 +90,7 @@ def test_help_and_version(env):
                        (["help", "trace"], "usage: umtrace trace"),
                        (["trace", "--help"], "usage: umtrace trace"),
                        (["top", "--help"], "usage: umtrace top"),
+                       (["report", "--help"], "usage: umtrace report"),
                        (["help", "top"], "usage: umtrace top"),
                        (["--version"], "umtrace ")):
         p = subprocess.run([env.umtrace, *argv], capture_output=True, text=True, timeout=20)

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""umtrace report: call sites by symbolized stack, ranked by host memory."""
+import json
+import subprocess
+
+MIB = 1 << 20
+
+
+def run_report(env, extra, workload, timeout=120):
+    p = subprocess.run([env.umtrace, "report", "--json", "--libcuda", env.fake, *extra, "--",
+                        *workload], capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr
+    objs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    sites = [o for o in objs if o["event"] == "callsite"]
+    totals = [o for o in objs if o["event"] == "totals"][0]
+    return sites, totals
+
+
+def frames(site):
+    return [f.split("+")[0] for f in site["stack"]]
+
+
+def test_report_call_sites(env):
+    """Same stack from two threads is one site; sites name the caller;
+    ranked by host bytes; every call lands in exactly one site."""
+    sites, totals = run_report(env, [], [env.alloc_mix, "-t", "2", "-n", "3", "-s", "4M",
+                                         "-a", "alloc,hostalloc,vmm", "-F", "-o", "/dev/null"])
+    by_api = {}
+    for s in sites:
+        by_api.setdefault(s["api"], []).append(s)
+    dev = by_api["cuMemAlloc_v2"]
+    assert len(dev) == 1 and dev[0]["calls"] == 6, dev
+    assert frames(dev[0])[:2] == ["cuMemAlloc_v2", "am_alloc_dev"], dev[0]["stack"]
+    assert abs(dev[0]["host_bytes"] - 6 * 4 * MIB) <= 6 * 4 * MIB * 0.02, dev[0]
+    host = by_api["cuMemHostAlloc"][0]
+    assert frames(host)[:2] == ["cuMemHostAlloc", "am_alloc_hostalloc"], host["stack"]
+    create = by_api["cuMemCreate"][0]
+    assert frames(create)[:2] == ["cuMemCreate", "am_alloc_vmm"], create["stack"]
+    hosts = [s["host_bytes"] for s in sites]
+    assert hosts == sorted(hosts, reverse=True), "not ranked by host bytes"
+    # per iteration: alloc+free, hostalloc+free, and the six VMM calls
+    assert sum(s["calls"] for s in sites) == totals["records"] == 2 * 3 * 10
+    assert all(s["held"] == 0 for s in sites), "everything was freed"
+
+
+def test_report_leak_until_exit(env):
+    """Allocations never freed show as released only at exit, at their site."""
+    sites, _ = run_report(env, [], [env.alloc_mix, "-n", "4", "-s", "2M", "-a", "alloc,host",
+                                    "-k", "-o", "/dev/null"])
+    for s in sites:
+        assert s["freed_at_exit"] == 4, s
+        assert abs(s["freed_at_exit_host_bytes"] - 8 * MIB) <= 8 * MIB * 0.02, s
+
+
+def test_report_duration_sees_held_memory(env):
+    """--duration stops while the job still holds its memory: held at the site."""
+    job = env.popen([env.alloc_mix, "-d", "1000", "-n", "2", "-s", "8M", "-a", "hostalloc",
+                     "-w", "5000", "-o", "/dev/null"])
+    p = subprocess.run([env.umtrace, "report", "--json", "--libcuda", env.fake, "-d", "3s",
+                        "-p", str(job.pid)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    sites = [json.loads(l) for l in p.stdout.splitlines() if '"callsite"' in l]
+    assert len(sites) == 1, sites
+    s = sites[0]
+    assert s["held"] == 2 and abs(s["held_host_bytes"] - 16 * MIB) <= 16 * MIB * 0.02, s
+    assert s["growth_bytes_per_hour"] > 0, s
+    job.wait(timeout=30)

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdlib.h>
+#include <string.h>
+#include "callsites.h"
+#include "check.h"
+#include "cuda_api.h"
+
+static struct umt_call_rec rec(uint32_t pid, uint64_t pages)
+{
+	struct umt_call_rec r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = UMT_REC_CALL;
+	r.api = UMT_API_MEM_ALLOC_V2;
+	r.pid = pid;
+	r.size = pages * 4096;
+	r.pages_taken = pages;
+	strcpy(r.pcomm, "job");
+	return r;
+}
+
+static void frames2(struct sym_frame *f, const char *caller, uint64_t addr)
+{
+	memset(f, 0, 2 * sizeof(*f));
+	f[0].func = "cuMemAlloc_v2";
+	f[0].module = "libcuda.so.1";
+	f[1].func = caller;
+	f[1].module = "job";
+	f[1].addr = addr;
+	f[1].offset = addr & 0xff;
+}
+
+/* Same function names at other addresses (ASLR, offsets): one site. */
+static void test_aggregate_by_names(void)
+{
+	struct callsites cs;
+	struct sym_frame f[2];
+	struct umt_call_rec r = rec(1, 10);
+	struct callsite **v;
+	uint32_t a, b, c;
+
+	callsites__init(&cs, 100);
+	frames2(f, "alloc_weights", 0x401000);
+	a = callsites__add(&cs, &r, f, 2, 4096);
+	frames2(f, "alloc_weights", 0x7f0000401020);
+	r = rec(2, 20);
+	b = callsites__add(&cs, &r, f, 2, 4096);
+	frames2(f, "alloc_activation", 0x401100);
+	r = rec(1, 5);
+	c = callsites__add(&cs, &r, f, 2, 4096);
+	CHECK(a && a == b && c != a, "ids", "a %u b %u c %u", a, b, c);
+	CHECK_EQ(cs.n, 2, "sites");
+	CHECK_EQ(callsites__get(&cs, a)->calls, 2, "calls");
+	CHECK_EQ(callsites__get(&cs, a)->host_taken, 30 * 4096, "host");
+	CHECK_EQ(callsites__get(&cs, a)->n_pids, 2, "pids");
+	callsites__release(&cs, a, 10 * 4096, false);
+	callsites__release(&cs, a, 20 * 4096, true);
+	CHECK_EQ(callsites__get(&cs, a)->held_host, 0, "released");
+	CHECK_EQ(callsites__get(&cs, a)->exit_count, 1, "one at exit");
+	v = callsites__sorted(&cs);
+	CHECK(v && v[0]->id == a && v[1]->id == c, "order", "by host bytes");
+	free(v);
+	callsites__free(&cs);
+}
+
+/* Past the cap, new stacks are charged to one overflow site. */
+static void test_bounded(void)
+{
+	struct callsites cs;
+	struct sym_frame f[2];
+	struct umt_call_rec r = rec(1, 1);
+	static char names[10][32];
+	int i;
+
+	callsites__init(&cs, 4);
+	for (i = 0; i < 10; i++) {
+		snprintf(names[i], sizeof(names[i]), "fn%d", i);
+		frames2(f, names[i], 0x1000 + i);
+		callsites__add(&cs, &r, f, 2, 4096);
+	}
+	CHECK_EQ(cs.n, 5, "cap plus the overflow site");
+	CHECK_EQ(cs.overflowed, 6, "calls past the cap");
+	callsites__free(&cs);
+}
+
+int main(void)
+{
+	RUN_SUBTEST(test_aggregate_by_names);
+	RUN_SUBTEST(test_bounded);
+	return CHECK_EXIT();
+}
