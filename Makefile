@@ -49,7 +49,8 @@ endif
 USER_SRCS := $(wildcard user/*.c)
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 # Everything but the entry points, for the unit tests to link against.
-LIB_OBJS := $(filter-out $(OUT)/user/main.o $(OUT)/user/trace.o,$(USER_OBJS))
+LIB_OBJS := $(filter-out $(OUT)/user/main.o $(OUT)/user/trace.o $(OUT)/user/top.o \
+	$(OUT)/user/report.o,$(USER_OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := $(wildcard bpf/*.h)
 SKEL := $(OUT)/umtrace.skel.h
@@ -102,6 +103,7 @@ $(OUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJS) | $(OUT)/test
 	$(Q)$(CC) $(CPPFLAGS) -Iuser $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
 include tests/tests.mk
+include tests/bench/bench.mk
 
 unit: $(UNIT_BINS)
 
@@ -112,7 +114,8 @@ test: all $(UNIT_BINS) $(TEST_PROGS)
 demo: all $(TEST_PROGS)
 	$(Q)./umtrace trace --libcuda $(FAKECUDA_LIB) -- $(OUT)/tests/demo
 
-bench: all $(TEST_PROGS)
+# Not part of make test: figures, not pass/fail (tests/bench/overhead.sh).
+bench: all $(TEST_PROGS) $(BENCH_PROGS)
 	$(Q)tests/bench/overhead.sh $(OUT)
 
 vmlinux:

@@ -1,29 +1,45 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-# `make bench`'s programs, included by the top-level Makefile: the empty
-# mm_page_alloc program with its loader (the floor of any BPF page tracer)
-# and the page-fault storm that tests/bench/overhead.sh times under each.
+#
+# `make bench`'s programs: the empty mm_page_alloc program with its loader
+# (the floor any BPF page tracer pays) and the page-fault storm that
+# tests/bench/overhead.sh times under each tracer. Included by the
+# top-level Makefile, which provides OUT, ARCH, CC, CFLAGS, CLANG,
+# BPF_CFLAGS, BPFTOOL and LLVM_STRIP (Q and msg if it has them), and gets
+# BENCH_PROGS back. Include it before any rule that names $(BENCH_PROGS):
+# make expands prerequisites as it reads them.
+#
+# Sources are found relative to this file; nothing here sets the default
+# goal.
 
-BENCH_OUT := $(OUT)/bench
-BENCH_PROGS := $(BENCH_OUT)/empty_tp $(BENCH_OUT)/storm
-BENCH_LDLIBS := -lbpf -lelf -lz
+UMT_BENCH_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+UMT_BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
+UMT_BENCH_OUT := $(OUT)/bench
+UMT_BENCH_LDLIBS := -lbpf -lelf -lz
 
-$(BENCH_OUT):
+BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm
+
+$(UMT_BENCH_OUT):
 	$(Q)mkdir -p $@
 
-$(BENCH_OUT)/empty_tp.bpf.o: tests/bench/empty_tp.bpf.c vmlinux/$(ARCH)/vmlinux.h | $(BENCH_OUT)
+$(UMT_BENCH_OUT)/empty_tp.bpf.o: $(UMT_BENCH_DIR)/empty_tp.bpf.c \
+		vmlinux/$(ARCH)/vmlinux.h | $(UMT_BENCH_OUT)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
-	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@
+	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@	# keep BTF, drop DWARF
 	$(Q)rm -f $@.tmp
 
-$(BENCH_OUT)/empty_tp.skel.h: $(BENCH_OUT)/empty_tp.bpf.o
+$(UMT_BENCH_OUT)/empty_tp.skel.h: $(UMT_BENCH_OUT)/empty_tp.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name empty_tp_bpf > $@
 
-$(BENCH_OUT)/empty_tp: tests/bench/empty_tp.c $(BENCH_OUT)/empty_tp.skel.h
+$(UMT_BENCH_OUT)/empty_tp: $(UMT_BENCH_DIR)/empty_tp.c \
+		$(UMT_BENCH_OUT)/empty_tp.skel.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -I$(BENCH_OUT) $< $(BENCH_LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -I$(UMT_BENCH_OUT) $< \
+		$(UMT_BENCH_LDLIBS) -o $@
 
-$(BENCH_OUT)/storm: tests/bench/storm.c | $(BENCH_OUT)
+$(UMT_BENCH_OUT)/storm: $(UMT_BENCH_DIR)/storm.c | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -pthread $< -o $@
+
+.DEFAULT_GOAL := $(UMT_BENCH_SAVED_GOAL)
