@@ -82,6 +82,12 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 		}
 		o->ringbuf_bytes = v;
 		return 1;
+	case OPT_PLATFORM:
+		if (platform__parse(arg, &o->platform)) {
+			elog("invalid --platform '%s': expected unified, discrete or auto", arg);
+			return -EINVAL;
+		}
+		return 1;
 	case OPT_RESCAN:
 		if (parse_duration_ms(arg, &v) || (v && v < 100)) {
 			elog("invalid --rescan '%s': expected 0 (off) or an interval of at least 100ms", arg);
@@ -103,6 +109,10 @@ void attach_opts__usage(FILE *f)
 "      --rescan INTERVAL    look for new libcuda files this often (default 5s,\n"
 "                           0 to turn off)\n"
 "      --ringbuf-size SIZE  BPF ring buffer size (default 8M)\n"
+"      --platform MODEL     host cost of GPU allocations: unified (GB10,\n"
+"                           Jetson: device memory is host RAM), discrete,\n"
+"                           or auto (default: the driver, then what device\n"
+"                           allocations are seen to take)\n"
 "  -v, --verbose            say what is found and attached, show libbpf's log\n");
 }
 

@@ -11,11 +11,13 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include "platform.h"
 
 enum {
 	OPT_LIBCUDA = 0x100,
 	OPT_RINGBUF,
 	OPT_RESCAN,
+	OPT_PLATFORM,
 	OPT_ATTACH__LAST,	/* subcommands number their own options after it */
 };
 
@@ -25,6 +27,7 @@ enum {
 	{ "pid", required_argument, NULL, 'p' },			\
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },	\
 	{ "rescan", required_argument, NULL, OPT_RESCAN },		\
+	{ "platform", required_argument, NULL, OPT_PLATFORM },		\
 	{ "verbose", no_argument, NULL, 'v' }
 
 #define ATTACH_MAX_PIDS 64
@@ -36,6 +39,7 @@ struct attach_opts {
 	size_t n_pids;
 	uint64_t ringbuf_bytes;
 	uint64_t rescan_ms;	/* 0: never look for new libcuda files */
+	enum platform platform;	/* the host cost model, or auto */
 };
 
 void attach_opts__init(struct attach_opts *o);

@@ -56,6 +56,7 @@ void summary__init(struct summary *s, uint64_t page_size)
 {
 	memset(s, 0, sizeof(*s));
 	s->page_size = page_size;
+	platform__init(&s->platform, PLATFORM_AUTO);
 }
 
 static struct summary_row *row_get(struct summary *s, uint32_t pid, uint32_t api)
@@ -88,6 +89,7 @@ static void proc_held_add(struct summary *s, const struct alloc_entry *e, int si
 		return;
 	p->held_count += sign;
 	p->held_size[c] += sign * e->size;
+	p->held_observed[c] += sign * e->host_bytes;
 	p->held_host += sign * e->host_bytes;
 	if (holds_memory(c))
 		p->held_gpu += sign * e->size;
@@ -170,6 +172,7 @@ int summary__consume_site(struct summary *s, const struct umt_call_rec *r,
 	if (!row)
 		return -ENOMEM;
 	s->records++;
+	platform__observe(&s->platform, r, s->page_size);
 	/* Name the row after the process (its main thread), not a worker. */
 	memcpy(row->comm, r->pcomm, sizeof(row->comm));
 	row->comm[sizeof(row->comm) - 1] = '\0';
@@ -245,6 +248,17 @@ struct summary_row *summary__rows(const struct summary *s, size_t *n)
 	qsort(c.v, c.n, sizeof(*c.v), row_cmp);
 	*n = c.n;
 	return c.v;
+}
+
+uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc *p)
+{
+	uint64_t holds = 0;
+	int c;
+
+	for (c = 0; c < UMT_CLASS__COUNT; c++)
+		holds += platform__holds(&s->platform, (enum umt_class)c,
+					 p->held_size[c], p->held_observed[c]);
+	return holds;
 }
 
 struct collect_procs {

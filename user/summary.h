@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include "alloc_table.h"
 #include "cuda_api.h"
+#include "platform.h"
 #include "umtrace.h"
 
 struct summary_row {
@@ -39,13 +40,15 @@ struct summary_proc {
 	bool exited;
 	uint64_t held_count;
 	uint64_t held_size[UMT_CLASS__COUNT];	/* GPU bytes by class */
+	uint64_t held_observed[UMT_CLASS__COUNT];	/* host bytes seen, by class */
 	uint64_t held_gpu;		/* all classes but VA reservations and mappings */
-	uint64_t held_host;		/* host bytes taken by those allocations */
+	uint64_t held_host;		/* host bytes observed taken by those allocations */
 	uint64_t host_taken;		/* host bytes taken in all its calls */
 	uint64_t calls;
 };
 
 struct summary {
+	struct platform_model platform;
 	void *rows;		/* tsearch(3) tree of struct summary_row */
 	size_t n_rows;
 	void *procs;		/* tsearch(3) tree of struct summary_proc */
@@ -71,6 +74,8 @@ int summary__consume_site(struct summary *s, const struct umt_call_rec *r,
 void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r);
 /* Rows sorted by pid then entry point; the caller frees the array. */
 struct summary_row *summary__rows(const struct summary *s, size_t *n);
+/* Host bytes a process's allocations hold by the platform's cost model. */
+uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc *p);
 /* Processes sorted by pid; the caller frees the array. */
 struct summary_proc *summary__procs(const struct summary *s, size_t *n);
 void summary__print_text(const struct summary *s, FILE *f);

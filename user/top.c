@@ -49,6 +49,7 @@ struct top {
 
 struct top_row {
 	struct summary_proc p;
+	uint64_t holds;		/* host bytes by the platform's cost model */
 	double growth_per_h;	/* host bytes per hour, NAN-free: 0 if unknown */
 	bool growth_known;
 };
@@ -59,8 +60,10 @@ void top_usage(FILE *f)
 "usage: umtrace top [OPTIONS]\n"
 "\n"
 "Live view of the host memory held by GPU allocations, one row per process:\n"
-"GPU memory still allocated, the host memory those allocations took, and\n"
-"how fast that grows. Only allocations made while top runs are seen.\n"
+"GPU memory still allocated, the host memory those allocations hold by the\n"
+"platform's cost model (see --platform) and the host pages seen taken in\n"
+"their calls, and how fast what they hold grows. Only allocations made\n"
+"while top runs are seen.\n"
 "Quit with q or Ctrl-C.\n"
 "\n"
 "Options:\n"
@@ -220,7 +223,7 @@ static int row_cmp(const void *a, const void *b)
 	case SORT_PID:
 		return x->p.pid < y->p.pid ? -1 : x->p.pid > y->p.pid;
 	default:
-		dx = (double)x->p.held_host, dy = (double)y->p.held_host;
+		dx = (double)x->holds, dy = (double)y->holds;
 	}
 	if (dx != dy)
 		return dx < dy ? 1 : -1;
@@ -243,7 +246,7 @@ static const char *fmt_rate(double per_h, bool known, char *buf, size_t len)
 
 static void print_header(struct top *t, FILE *f)
 {
-	char b[4][16], when[16];
+	char b[4][16], when[16], why[160];
 	struct meminfo m = {};
 	time_t now = time(NULL);
 	struct tm tm;
@@ -260,9 +263,10 @@ static void print_header(struct top *t, FILE *f)
 		fmt_bytes(m.total, b[0], sizeof(b[0])),
 		fmt_bytes(m.available, b[1], sizeof(b[1])),
 		fmt_bytes(m.free, b[2], sizeof(b[2])));
-	fprintf(f, "held by GPU allocations: %s (%.0f%% of used)\n",
+	fprintf(f, "held by GPU allocations: %s observed (%.0f%% of used); platform %s\n",
 		fmt_bytes(t->summary.table.host_bytes, b[3], sizeof(b[3])),
-		used ? 100.0 * (double)t->summary.table.host_bytes / (double)used : 0.0);
+		used ? 100.0 * (double)t->summary.table.host_bytes / (double)used : 0.0,
+		platform__describe(&t->summary.platform, why, sizeof(why)));
 }
 
 static struct top_row *collect_rows(struct top *t, size_t *n)
@@ -284,8 +288,9 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 		if (t->ao.n_pids && !attach_opts__has_pid(&t->ao, procs[i].pid))
 			continue;
 		rows[k].p = procs[i];
+		rows[k].holds = summary__proc_holds(&t->summary, &procs[i]);
 		if (g)
-			rows[k].growth_known = sample_growth(g, ms, procs[i].held_host,
+			rows[k].growth_known = sample_growth(g, ms, rows[k].holds,
 							     &rows[k].growth_per_h);
 		k++;
 	}
@@ -296,7 +301,7 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 
 static void render(struct top *t, FILE *f)
 {
-	char b[3][16];
+	char b[4][16];
 	struct top_row *rows;
 	size_t i, n = 0;
 
@@ -308,16 +313,16 @@ static void render(struct top *t, FILE *f)
 		return;
 	row_cmp_sort = t->sort;
 	qsort(rows, n, sizeof(*rows), row_cmp);
-	fprintf(f, "\n%-7s %-15s %9s %9s %10s %7s %9s\n", "PID", "COMM",
-		"GPU HELD", "HOST HELD", "GROWTH/h", "ALLOCS", "CALLS");
+	fprintf(f, "\n%-7s %-15s %9s %9s %9s %10s %7s\n", "PID", "COMM",
+		"GPU HELD", "HOST HOLD", "OBSERVED", "GROWTH/h", "ALLOCS");
 	for (i = 0; i < n && i < MAX_ROWS; i++)
-		fprintf(f, "%-7u %-15.15s %9s %9s %10s %7llu %9llu\n", rows[i].p.pid,
+		fprintf(f, "%-7u %-15.15s %9s %9s %9s %10s %7llu\n", rows[i].p.pid,
 			rows[i].p.comm,
 			fmt_bytes(rows[i].p.held_gpu, b[0], sizeof(b[0])),
-			fmt_bytes(rows[i].p.held_host, b[1], sizeof(b[1])),
+			fmt_bytes(rows[i].holds, b[1], sizeof(b[1])),
+			fmt_bytes(rows[i].p.held_host, b[3], sizeof(b[3])),
 			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
-			(unsigned long long)rows[i].p.held_count,
-			(unsigned long long)rows[i].p.calls);
+			(unsigned long long)rows[i].p.held_count);
 	if (t->batch)
 		fputc('\n', f);
 	fflush(f);
@@ -401,6 +406,7 @@ int cmd_top(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	}
 	summary__init(&t.summary, (uint64_t)sysconf(_SC_PAGESIZE));
+	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);

@@ -185,6 +185,7 @@ int cmd_trace(int argc, char **argv)
 	}
 	output__clock_init(&t.clock);
 	summary__init(&t.summary, t.clock.page_size);
+	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, t.cmd, &trace_ops, &t);
 	/* COMMAND writes to the same stdout: never leave half a line. */
 	if (t.cmd)

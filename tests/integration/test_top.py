@@ -14,8 +14,8 @@ def parse_rows(text):
             continue
         if in_table and line.strip():
             f = line.split()
-            rows.append({"pid": int(f[0]), "comm": f[1], "gpu": f[2], "host": f[3],
-                         "growth": f[4], "allocs": int(f[5]), "calls": int(f[6])})
+            rows.append({"pid": int(f[0]), "comm": f[1], "gpu": f[2], "holds": f[3],
+                         "host": f[4], "growth": f[5], "allocs": int(f[6])})
     return rows
 
 
@@ -45,6 +45,9 @@ def test_top_once_two_workloads(env):
     assert to_bytes(s["gpu"]) == 16 * MIB and s["allocs"] == 6, s
     assert abs(to_bytes(s["host"]) - 16 * MIB) <= 16 * MIB * 0.02, s
     assert "held by GPU allocations: 272M" in out or "held by GPU allocations: 273M" in out, out
+    # The fake takes device memory from host pages: unified, so holds = size.
+    assert "platform unified" in out, out
+    assert to_bytes(b["holds"]) == 256 * MIB and to_bytes(s["holds"]) == 16 * MIB, rows
     big.wait(timeout=30)
     small.wait(timeout=30)
 
@@ -72,4 +75,4 @@ def test_top_exited_processes_leave(env):
     out, err = top.communicate(timeout=30)
     assert top.returncode == 0, err
     assert parse_rows(out) == [], out
-    assert "held by GPU allocations: 0B" in out, out
+    assert "held by GPU allocations: 0B observed" in out, out
