@@ -67,7 +67,7 @@ void platform__init(struct platform_model *m, enum platform forced)
 	}
 	if (driver_says_unified()) {
 		m->decided = PLATFORM_UNIFIED;
-		m->why = "the driver names a GPU without memory of its own";
+		m->why = "driver: a GPU without memory of its own";
 	}
 }
 
@@ -95,10 +95,10 @@ void platform__observe(struct platform_model *m, const struct umt_call_rec *r,
 	ratio = (double)m->dev_observed / (double)m->dev_bytes;
 	if (ratio >= UNIFIED_RATIO) {
 		m->decided = PLATFORM_UNIFIED;
-		m->why = "device allocations took their size in host pages";
+		m->why = "device allocs took their size in host pages";
 	} else if (ratio <= DISCRETE_RATIO) {
 		m->decided = PLATFORM_DISCRETE;
-		m->why = "device allocations took almost no host pages";
+		m->why = "device allocs took almost no host pages";
 	}
 }
 
@@ -116,7 +116,7 @@ const char *platform__describe(const struct platform_model *m, char *buf, size_t
 	if (p != PLATFORM_AUTO)
 		snprintf(buf, len, "%s (%s)", names[p], m->why);
 	else
-		snprintf(buf, len, "undecided, %s of device allocations seen: holds = observed",
+		snprintf(buf, len, "undecided (%s of device allocs seen; holds = observed)",
 			 fmt_bytes(m->dev_bytes, b, sizeof(b)));
 	return buf;
 }

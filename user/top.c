@@ -263,10 +263,10 @@ static void print_header(struct top *t, FILE *f)
 		fmt_bytes(m.total, b[0], sizeof(b[0])),
 		fmt_bytes(m.available, b[1], sizeof(b[1])),
 		fmt_bytes(m.free, b[2], sizeof(b[2])));
-	fprintf(f, "held by GPU allocations: %s observed (%.0f%% of used); platform %s\n",
+	fprintf(f, "held by GPU allocations: %s observed (%.0f%% of used)\n",
 		fmt_bytes(t->summary.table.host_bytes, b[3], sizeof(b[3])),
-		used ? 100.0 * (double)t->summary.table.host_bytes / (double)used : 0.0,
-		platform__describe(&t->summary.platform, why, sizeof(why)));
+		used ? 100.0 * (double)t->summary.table.host_bytes / (double)used : 0.0);
+	fprintf(f, "platform %.70s\n", platform__describe(&t->summary.platform, why, sizeof(why)));
 }
 
 static struct top_row *collect_rows(struct top *t, size_t *n)

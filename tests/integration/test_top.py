@@ -76,3 +76,56 @@ def test_top_exited_processes_leave(env):
     assert top.returncode == 0, err
     assert parse_rows(out) == [], out
     assert "held by GPU allocations: 0B observed" in out, out
+
+
+def test_top_interactive_quits_on_q(env):
+    """In a terminal: the screen is redrawn within 80 columns, q quits, and the
+    terminal is left as it was found (canonical mode, echo)."""
+    _interactive(env, quit_with_q=True)
+
+
+def test_top_interactive_ctrl_c_restores_terminal(env):
+    """Interrupted (Ctrl-C sends SIGINT): the terminal is restored too."""
+    _interactive(env, quit_with_q=False)
+
+
+def _interactive(env, quit_with_q):
+    import os
+    import signal
+    import pty
+    import select
+    import struct
+    import termios
+    import fcntl
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    before = termios.tcgetattr(slave)
+    p = subprocess.Popen([env.umtrace, "top", "-i", "300ms", "--libcuda", env.fake],
+                         stdin=slave, stdout=slave, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    env._procs.append(p)
+    screen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and screen.count(b"\033[2J") < 2:
+            r, _, _ = select.select([master], [], [], 0.5)
+            if r:
+                screen += os.read(master, 65536)
+        assert screen.count(b"\033[2J") >= 2, f"no redraws: {screen[-400:]!r}"
+        text = screen.decode(errors="replace").split("\033[2J")[-1]
+        assert "umtrace top" in text and "PID" in text, text
+        assert max(len(l) for l in text.replace("\033[H", "").splitlines()) <= 80, text
+        # Raw while running: no echo, no line editing.
+        during = termios.tcgetattr(slave)
+        assert not during[3] & (termios.ICANON | termios.ECHO), during[3]
+        if quit_with_q:
+            os.write(master, b"q")
+        else:
+            p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=10) == 0, p.stderr.read()
+        after = termios.tcgetattr(slave)
+        assert after[3] == before[3], (before[3], after[3])
+    finally:
+        os.close(master)
+        os.close(slave)
