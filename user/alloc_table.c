@@ -30,6 +30,10 @@ int alloc_table__insert(struct alloc_table *t, const struct alloc_entry *e,
 {
 	struct alloc_entry *n, **slot;
 
+	if (t->max && t->count >= t->max && !tfind(&e->key, &t->root, key_cmp)) {
+		t->refused++;
+		return -ENOSPC;
+	}
 	n = malloc(sizeof(*n));
 	if (!n)
 		return -ENOMEM;

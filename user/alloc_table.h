@@ -28,6 +28,8 @@ struct alloc_entry {
 
 struct alloc_table {
 	void *root;		/* tsearch(3) tree of struct alloc_entry */
+	size_t max;		/* 0: unbounded */
+	uint64_t refused;	/* inserts refused because the table was full */
 	size_t count;
 	uint64_t size_bytes;
 	uint64_t host_bytes;
@@ -36,7 +38,8 @@ struct alloc_table {
 /*
  * Insert e. A handle already present means its free was never seen (a
  * dropped record): the old entry is replaced and returned in *replaced.
- * Returns 1 if replaced, 0 if new, -ENOMEM.
+ * Returns 1 if replaced, 0 if new, -ENOSPC when the table is at its
+ * cap (counted in refused), -ENOMEM.
  */
 int alloc_table__insert(struct alloc_table *t, const struct alloc_entry *e,
 			struct alloc_entry *replaced);

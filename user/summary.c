@@ -33,6 +33,10 @@ static struct summary_proc *proc_get(struct summary *s, uint32_t pid)
 	slot = tfind(&key, &s->procs, proc_cmp);
 	if (slot)
 		return *slot;
+	if (s->n_procs >= s->max_procs) {
+		s->procs_refused++;
+		return NULL;
+	}
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
@@ -56,6 +60,9 @@ void summary__init(struct summary *s, uint64_t page_size)
 {
 	memset(s, 0, sizeof(*s));
 	s->page_size = page_size;
+	s->max_rows = SUMMARY_MAX_ROWS;
+	s->max_procs = SUMMARY_MAX_PROCS;
+	s->table.max = SUMMARY_MAX_ALLOCS;
 	platform__init(&s->platform, PLATFORM_AUTO);
 }
 
@@ -66,6 +73,10 @@ static struct summary_row *row_get(struct summary *s, uint32_t pid, uint32_t api
 	slot = tfind(&key, &s->rows, row_cmp);
 	if (slot)
 		return *slot;
+	if (s->n_rows >= s->max_rows) {
+		s->rows_refused++;
+		return NULL;
+	}
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
@@ -132,6 +143,8 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 		return 0;
 	}
 	err = alloc_table__insert(&s->table, &e, &old);
+	if (err == -ENOSPC)
+		return 0;	/* counted in table.refused */
 	if (err < 0)
 		return err;
 	if (err) {
@@ -313,6 +326,11 @@ void summary__print_text(const struct summary *s, FILE *f)
 	fprintf(f, "%zu allocations unfreed: %s requested, %s of host memory taken by them\n",
 		s->table.count, fmt_bytes(s->table.size_bytes, b[0], sizeof(b[0])),
 		fmt_bytes(s->table.host_bytes, b[4], sizeof(b[4])));
+	if (s->table.refused || s->rows_refused || s->procs_refused)
+		fprintf(f, "tables full: %llu allocations, %llu rows, %llu processes not tracked\n",
+			(unsigned long long)s->table.refused,
+			(unsigned long long)s->rows_refused,
+			(unsigned long long)s->procs_refused);
 	if (s->exit_freed)
 		fprintf(f, "%llu allocations never freed were released when their process exited (%s of host memory)\n",
 			(unsigned long long)s->exit_freed,

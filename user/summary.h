@@ -33,6 +33,14 @@ struct summary_row {
 	uint64_t exit_freed_host;
 };
 
+/*
+ * Caps that keep umtrace's own memory bounded on a host with millions of
+ * live allocations (about 100 bytes each in the table).
+ */
+#define SUMMARY_MAX_ALLOCS 2000000
+#define SUMMARY_MAX_ROWS 100000
+#define SUMMARY_MAX_PROCS 65536
+
 /* Per process: what its outstanding allocations hold right now. */
 struct summary_proc {
 	uint32_t pid;
@@ -60,6 +68,9 @@ struct summary {
 	uint64_t exits;			/* processes that made GPU calls and exited */
 	uint64_t exit_freed;		/* allocations released by those exits */
 	uint64_t exit_freed_host;
+	/* Bounded memory: past these caps new keys are counted, not kept. */
+	size_t max_rows, max_procs;
+	uint64_t rows_refused, procs_refused;
 	/* Told of every allocation that leaves the table (free, or exit). */
 	void (*on_release)(const struct alloc_entry *e, bool at_exit, void *ctx);
 	void *release_ctx;

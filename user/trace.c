@@ -147,7 +147,7 @@ static void print_summary(struct trace *t)
 		       "\"unmatched_frees\":%llu,\"unfreed\":%zu,"
 		       "\"unfreed_host_bytes\":%llu,\"exits\":%llu,"
 		       "\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu,"
-		       "\"storage_failed\":%llu}\n",
+		       "\"storage_failed\":%llu,\"untracked\":%llu}\n",
 		       (unsigned long long)t->summary.records,
 		       (unsigned long long)st.rec_dropped,
 		       (unsigned long long)t->summary.unmatched_frees,
@@ -156,7 +156,9 @@ static void print_summary(struct trace *t)
 		       (unsigned long long)t->summary.exits,
 		       (unsigned long long)t->summary.exit_freed,
 		       (unsigned long long)t->summary.exit_freed_host,
-		       (unsigned long long)st.storage_failed);
+		       (unsigned long long)st.storage_failed,
+		       (unsigned long long)(t->summary.table.refused + t->summary.rows_refused +
+					    t->summary.procs_refused));
 	} else if (!t->session.pages_mode || t->summary.records) {
 		summary__print_text(&t->summary, stdout);
 		printf("%llu GPU calls traced, %llu records lost to a full ring buffer\n",

@@ -71,8 +71,29 @@ static void test_many(void)
 	alloc_table__free(&t);
 }
 
+static void test_cap(void)
+{
+	struct alloc_table t = { .max = 3 };
+	struct alloc_entry e, old;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		e = entry(1, 0, 0x1000 * (i + 1), 10, 0);
+		alloc_table__insert(&t, &e, &old);
+	}
+	CHECK_EQ(t.count, 3, "capped");
+	CHECK_EQ(t.refused, 2, "refusals counted");
+	e = entry(1, 0, 0x1000, 20, 0);	/* replacing an existing key still works */
+	CHECK_EQ(alloc_table__insert(&t, &e, &old), 1, "replace at cap");
+	alloc_table__remove(&t, &e.key, NULL);
+	e = entry(1, 0, 0x9000, 10, 0);
+	CHECK_EQ(alloc_table__insert(&t, &e, &old), 0, "room again");
+	alloc_table__free(&t);
+}
+
 int main(void)
 {
+	RUN_SUBTEST(test_cap);
 	RUN_SUBTEST(test_insert_remove);
 	RUN_SUBTEST(test_replace);
 	RUN_SUBTEST(test_many);
