@@ -4,9 +4,12 @@
  * declared from the public prototypes (no NVIDIA header is used), plus the
  * fakecuda_* extension that lets test workloads read the fake's own counts.
  *
- * The fake stands in for a unified-memory driver (DGX Spark style): every
- * "device" allocation is host memory, and its pages are taken inside the
- * call, in the calling thread. See fake_libcuda.c for the exact rules.
+ * By default the fake stands in for a unified-memory driver (DGX Spark
+ * style): every "device" allocation is host memory, and its pages are taken
+ * inside the call, in the calling thread. FAKECUDA_MODE=discrete makes it a
+ * discrete GPU's driver instead (device memory costs one bookkeeping page of
+ * host RAM), and FAKECUDA_POOL=1 adds a driver-590-style pool of freed pages.
+ * See fake_libcuda.c for the exact rules.
  */
 #ifndef CUDA_FAKE_H
 #define CUDA_FAKE_H
@@ -174,6 +177,15 @@ enum fakecuda_api {
 };
 #undef FAKECUDA_API_ENUM
 
+/* What FAKECUDA_MODE selected (fakecuda_stats.mode). */
+enum fakecuda_mode {
+	FAKECUDA_MODE_UNIFIED = 0,	/* device memory is host memory */
+	FAKECUDA_MODE_DISCRETE = 1,	/* device memory is on the GPU */
+};
+
+/* fakecuda_stats.pool_max_bytes when FAKECUDA_POOL_MAX_BYTES is unset */
+#define FAKECUDA_POOL_UNLIMITED	(~0ULL)
+
 /*
  * Totals since load, each updated atomically. A call that nests another
  * entry point (cuMemAllocFromPoolAsync -> cuMemAllocAsync) counts in both
@@ -196,6 +208,34 @@ struct fakecuda_stats {
 	unsigned long long overhead_bytes;
 	/* threads sleeping inside a call right now (delay knobs) */
 	unsigned long long sleeping;
+
+	/* configuration, fixed at load */
+	unsigned long long mode;		/* enum fakecuda_mode */
+	unsigned long long pool_enabled;	/* FAKECUDA_POOL=1 */
+	/* FAKECUDA_POOL_MAX_BYTES, or FAKECUDA_POOL_UNLIMITED */
+	unsigned long long pool_max_bytes;
+
+	/*
+	 * The driver's pool of freed pages (FAKECUDA_POOL=1; not a
+	 * CUmemoryPool). Bytes are host bytes: a device allocation's size in
+	 * unified mode, its one bookkeeping page in discrete mode.
+	 */
+	unsigned long long pool_bytes;		/* held in the pool now */
+	unsigned long long pool_chunks;		/* chunks held now */
+	/* allocations served from the pool: no page taken in the call */
+	unsigned long long pool_hits;
+	unsigned long long pool_hit_bytes;
+	/* poolable allocations the pool could not serve: pages taken */
+	unsigned long long pool_misses;
+	/* bytes frees put in the pool instead of freeing them */
+	unsigned long long pool_kept_bytes;
+	/*
+	 * bytes frees gave back to the kernel inside the call because the
+	 * pool had no room for them (FAKECUDA_POOL_MAX_BYTES)
+	 */
+	unsigned long long pool_overflow_bytes;
+	/* bytes fakecuda_pool_trim() gave back, outside any entry point */
+	unsigned long long pool_trimmed_bytes;
 };
 
 void fakecuda_stats(struct fakecuda_stats *out);
@@ -205,6 +245,12 @@ const char *fakecuda_api_name(unsigned int api);
  * allocation calls; 0 restores the process-wide setting.
  */
 void fakecuda_set_thread_delay_ms(unsigned int ms);
+/*
+ * Give every page held in the pool back to the kernel now, as the kernel's
+ * shrinker would make the real driver do. Returns the bytes given back;
+ * 0 without FAKECUDA_POOL=1. Not an entry point: nothing traces it.
+ */
+unsigned long long fakecuda_pool_trim(void);
 
 #ifdef __cplusplus
 }

@@ -2,13 +2,13 @@
 /*
  * A fake libcuda.so.1 for testing umtrace without a GPU.
  *
- * It behaves like the driver of a unified-memory machine (DGX Spark): a
- * "device" allocation is plain host memory whose pages the driver takes
- * inside the call, in the calling thread. So each allocating entry point
- * maps anonymous memory with MAP_POPULATE (the pages are allocated and
- * zeroed before mmap returns), hands the host address back as the device
- * pointer, and the matching free munmaps it (the pages are freed inside
- * the free call). Exceptions, on purpose:
+ * By default it behaves like the driver of a unified-memory machine (DGX
+ * Spark): a "device" allocation is plain host memory whose pages the driver
+ * takes inside the call, in the calling thread. So each allocating entry
+ * point maps anonymous memory with MAP_POPULATE (the pages are allocated
+ * and zeroed before mmap returns), hands the host address back as the
+ * device pointer, and the matching free munmaps it (the pages are freed
+ * inside the free call). Exceptions, on purpose:
  *
  *  - cuMemAllocManaged maps lazily; pages arrive on first touch, outside
  *    any call.
@@ -23,7 +23,36 @@
  *    symbol (the PLT), so a probe on cuMemAllocAsync fires nested inside
  *    it, as driver entry points call one another.
  *
+ * FAKECUDA_MODE=discrete: a discrete GPU's driver (H100/H200 on x86).
+ * Device memory (cuMemAlloc*, cuMemAllocPitch*, cuMemAllocAsync*,
+ * cuMemAllocFromPoolAsync*, cuMemCreate) lives on the GPU: the call takes
+ * one page of host RAM for the driver's bookkeeping, whatever the size,
+ * and returns a device address that is not mapped in the process (from a
+ * counter in [0x700000000000, 0x780000000000), or [3 GiB, 4 GiB) for the
+ * 32-bit v1 calls); the free gives that one page back. cuMemMap maps
+ * nothing the CPU can touch: the reserved range stays PROT_NONE. Host
+ * memory (cuMemAllocHost*, cuMemHostAlloc, cuMemHostRegister*) and managed
+ * memory behave as in unified mode. The bookkeeping pages come from an
+ * arena whose page tables are built at load and never torn down (one page
+ * stays resident in every page-table page's span), so taking one costs
+ * exactly one page allocation and nothing else.
+ *
+ * FAKECUDA_POOL=1 (either mode): the driver-590 page pool. Freeing device
+ * memory or VMM physical memory (the last reference of a cuMemCreate
+ * handle) gives nothing back to the kernel: the host pages it held stay
+ * mapped (a memfd stays open) on a process-global free list, and a later
+ * allocation that needs a chunk of the same page-rounded size and backing
+ * (mapping, 32-bit mapping, memfd, bookkeeping page) takes it from there
+ * without taking a single new page. A free gives its pages back inside the
+ * call only when keeping them would push the pool past
+ * FAKECUDA_POOL_MAX_BYTES, and fakecuda_pool_trim() empties the pool
+ * outside any entry point. Host and managed memory are never pooled.
+ *
  * Knobs (environment, read once at load):
+ *   FAKECUDA_MODE=M        unified (default) or discrete, as above
+ *   FAKECUDA_POOL=0|1      pool freed device pages (default 0)
+ *   FAKECUDA_POOL_MAX_BYTES=N  the pool's cap (suffix K, M, G, T: powers
+ *                          of 1024; default unlimited)
  *   FAKECUDA_DELAY_MS=N    sleep N ms inside every page-taking call, after
  *                          its pages are in (fakecuda_set_thread_delay_ms()
  *                          overrides it per thread)
@@ -33,11 +62,16 @@
  *   FAKECUDA_THP=1         ask for transparent huge pages (MADV_HUGEPAGE)
  *                          on anonymous allocations before populating them,
  *                          so the kernel may hand out order-9 blocks
+ * A bad value of one of the first three is reported on stderr at load and
+ * makes cuInit fail with CUDA_ERROR_INVALID_VALUE, so a typo cannot quietly
+ * test the wrong driver.
  * "Page-taking" calls: cuMemAlloc*, cuMemAllocManaged, cuMemAllocHost*,
- * cuMemHostAlloc, cuMemHostRegister*, cuMemAllocAsync*, cuMemCreate.
+ * cuMemHostAlloc, cuMemHostRegister*, cuMemAllocAsync*, cuMemCreate (also
+ * in discrete mode, and when the pool serves them).
  *
  * Bookkeeping never allocates inside a call in steady state: the pointer
- * table is mapped and populated at load time, and only grows (counted in
+ * table, the pool's chunk table and the discrete arena's page tables are
+ * set up at load, and only the pointer table grows (counted in
  * fakecuda_stats.overhead_bytes) past 3/4 full.
  */
 #define _GNU_SOURCE
@@ -46,6 +80,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -75,14 +110,30 @@ enum fc_kind {
 
 #define FC_KMASK(kind) (1u << (kind))
 
+/*
+ * What holds the host pages of a FC_CLS_MEM or FC_CLS_HANDLE entry, and so
+ * how they are given back and whether the pool may keep them. A pool chunk
+ * only serves an allocation that needs the same backing.
+ */
+enum fc_back {
+	FC_BACK_HOST = 0,	/* host memory: mapping at key, never pooled */
+	FC_BACK_ANON,		/* unified device memory: mapping at key */
+	FC_BACK_ANON32,		/* the same below 4 GiB (v1 calls) */
+	FC_BACK_LAZY,		/* managed: paged on touch, never pooled */
+	FC_BACK_MEMFD,		/* unified cuMemCreate: memfd in aux */
+	FC_BACK_BK,		/* discrete: one bookkeeping page at aux */
+};
+
 struct fc_entry {
 	uint64_t key;		/* 0: empty slot */
 	uint64_t size;		/* bytes covered, page rounded */
-	uint64_t aux;		/* HANDLE: memfd; MAP: handle; MEM: mlocked */
+	uint64_t aux;		/* HANDLE: memfd or bookkeeping page;
+				 * MAP: handle; MEM: mlocked (registered)
+				 * or bookkeeping page (discrete device) */
 	uint32_t cls;
 	uint32_t kind;
 	uint32_t refs;		/* HANDLE: live maps, plus 1 until released */
-	uint32_t pad;
+	uint32_t back;		/* MEM, HANDLE: enum fc_back */
 };
 
 /* Open addressing, linear probing, backward-shift deletion. */
@@ -93,7 +144,62 @@ static struct {
 	size_t used;
 } fc_tab = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
+/*
+ * The driver's pool of freed pages (FAKECUDA_POOL=1): chunks hashed by
+ * (size, backing) into buckets of singly linked lists, LIFO so the most
+ * recently freed chunk is reused first. The chunk table is mapped and
+ * populated at load and never grows: when it is full, a free gives its
+ * pages back as if the cap had been reached.
+ */
+#define FC_POOL_CHUNKS	(1u << 16)
+#define FC_POOL_BUCKETS	256
+#define FC_NIL		UINT32_MAX
+
+struct fc_chunk {
+	uint64_t mem;		/* address (FC_BACK_MEMFD: descriptor) */
+	uint64_t len;		/* host bytes it holds */
+	uint32_t back;		/* enum fc_back */
+	uint32_t next;		/* next in its bucket, or spare */
+};
+
+static struct {
+	/* taken after fc_tab.lock, before fc_bk.lock */
+	pthread_mutex_t lock;
+	struct fc_chunk *chunks;
+	uint32_t spare;		/* first unused chunk */
+	uint32_t head[FC_POOL_BUCKETS];
+} fc_pool = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/*
+ * Discrete mode's host side of device memory. Bookkeeping pages are slots
+ * of one arena mapped at load; a stack holds the free slots. The first
+ * page of every page-table page's span stays resident for good, so the
+ * page tables exist before any call and the kernel never reclaims them
+ * as empty (CONFIG_PT_RECLAIM): taking a slot faults in exactly one page,
+ * giving it back (MADV_DONTNEED) frees exactly one, and neither changes a
+ * VMA. Device addresses come from two counters over ranges nothing maps.
+ */
+#define FC_BK_PAGES	(1u << 17)
+#define FC_DEV_BASE	0x700000000000ULL
+#define FC_DEV_END	0x780000000000ULL
+#define FC_DEV32_BASE	0xc0000000ULL
+#define FC_DEV32_END	0x100000000ULL
+
+static struct {
+	pthread_mutex_t lock;	/* innermost lock */
+	char *arena;
+	char *drain;		/* a page never touched, see fc_bk_take() */
+	uint32_t *free;		/* stack of free slot numbers */
+	uint32_t nfree;
+	uint64_t va_next;	/* next device address, 64-bit calls */
+	uint64_t va32_next;	/* next device address, v1 calls */
+} fc_bk = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 static struct fakecuda_stats fc_stats;
+static enum fakecuda_mode fc_mode = FAKECUDA_MODE_UNIFIED;
+static bool fc_pool_on;
+static uint64_t fc_pool_max = FAKECUDA_POOL_UNLIMITED;
+static bool fc_config_bad;
 static size_t fc_page = 4096;
 static size_t fc_initial_slots = 1u << 16;
 static unsigned int fc_delay_ms;
@@ -149,6 +255,68 @@ static unsigned long long fc_env_ull(const char *name, unsigned long long def)
 	if (errno || *end)
 		return def;
 	return v;
+}
+
+/* A knob with a value the fake does not know: say so, and fail cuInit. */
+static void fc_bad_env(const char *name, const char *val, const char *want)
+{
+	fprintf(stderr, "fakecuda: %s=%s: expected %s; cuInit will fail\n",
+		name, val, want);
+	fc_config_bad = true;
+}
+
+/* A byte count with an optional K, M, G or T suffix (powers of 1024). */
+static bool fc_parse_bytes(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	unsigned int shift = 0;
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return false;
+	if (*end) {
+		u = strchr(units, *end & ~0x20);
+		if (!u || end[1])
+			return false;
+		shift = 10 * (unsigned int)(u - units + 1);
+	}
+	if (v > (UINT64_MAX >> shift))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
+/*
+ * FAKECUDA_MODE, FAKECUDA_POOL and FAKECUDA_POOL_MAX_BYTES are parsed
+ * strictly, unlike the older knobs: they choose which driver is being
+ * imitated, and a test of the wrong one would pass for the wrong reason.
+ */
+static void fc_read_model_knobs(void)
+{
+	const char *mode = getenv("FAKECUDA_MODE");
+	const char *pool = getenv("FAKECUDA_POOL");
+	const char *max = getenv("FAKECUDA_POOL_MAX_BYTES");
+
+	if (mode && !strcmp(mode, "discrete"))
+		fc_mode = FAKECUDA_MODE_DISCRETE;
+	else if (mode && *mode && strcmp(mode, "unified"))
+		fc_bad_env("FAKECUDA_MODE", mode, "unified or discrete");
+	if (pool && !strcmp(pool, "1"))
+		fc_pool_on = true;
+	else if (pool && *pool && strcmp(pool, "0"))
+		fc_bad_env("FAKECUDA_POOL", pool, "0 or 1");
+	if (max && *max && !fc_parse_bytes(max, &fc_pool_max))
+		fc_bad_env("FAKECUDA_POOL_MAX_BYTES", max,
+			   "a byte count (suffix K, M, G or T)");
+	fc_stats.mode = fc_mode;
+	fc_stats.pool_enabled = fc_pool_on;
+	fc_stats.pool_max_bytes = fc_pool_max;
 }
 
 /* ---- pointer table; every fc_tab_* function expects fc_tab.lock held ---- */
@@ -350,6 +518,280 @@ static void fc_delay(void)
 	errno = saved;
 }
 
+/* ---- discrete mode: bookkeeping pages and device addresses ---- */
+
+static uint64_t fc_bk_slot_addr(uint32_t slot)
+{
+	return (uintptr_t)fc_bk.arena + (uint64_t)slot * fc_page;
+}
+
+/*
+ * Map the arena and build its page tables by touching one page per
+ * page-table page (a page-table page maps fc_page / 8 pages); those pages
+ * are never handed out, which keeps each page-table page non-empty.
+ */
+static int fc_bk_setup(void)
+{
+	size_t span = fc_page / sizeof(uint64_t), len;
+	uintptr_t addr;
+	uint32_t i;
+
+	len = (size_t)FC_BK_PAGES * fc_page;
+	fc_bk.arena = mmap(NULL, len, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fc_bk.arena == MAP_FAILED)
+		goto fail;
+	/* one bookkeeping page must never become a 2 MiB fault */
+	madvise(fc_bk.arena, len, MADV_NOHUGEPAGE);
+	fc_bk.free = mmap(NULL, FC_BK_PAGES * sizeof(*fc_bk.free),
+			  PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (fc_bk.free == MAP_FAILED)
+		goto fail;
+	fc_bk.drain = mmap(NULL, fc_page, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fc_bk.drain == MAP_FAILED)
+		goto fail;
+	/* pushed from the top, so the lowest slots are handed out first */
+	for (i = FC_BK_PAGES; i-- > 0;) {
+		addr = fc_bk_slot_addr(i);
+		if (!i || !(addr & (span * fc_page - 1)))
+			*(volatile char *)addr = 1;
+		else
+			fc_bk.free[fc_bk.nfree++] = i;
+	}
+	return 0;
+fail:
+	fc_bk.arena = NULL;
+	fc_bk.free = NULL;
+	fc_bk.drain = NULL;
+	return -ENOMEM;
+}
+
+/*
+ * Fault in one free slot: exactly one page, nothing else.
+ *
+ * A page just faulted in waits in this CPU's LRU-add batch, which holds a
+ * reference to it; MADV_DONTNEED in a cuMemFree right after would then
+ * leave the actual free to whoever drains the batch later, outside the
+ * call. MADV_COLD drains this CPU's batches before it walks its range,
+ * and its range here is a page never touched, so it walks nothing: the
+ * new page goes to the LRU now, and its free will happen inside the free.
+ */
+static int fc_bk_take(uint64_t *addr)
+{
+	uint32_t slot;
+
+	pthread_mutex_lock(&fc_bk.lock);
+	if (!fc_bk.nfree) {
+		pthread_mutex_unlock(&fc_bk.lock);
+		return -ENOMEM;
+	}
+	slot = fc_bk.free[--fc_bk.nfree];
+	pthread_mutex_unlock(&fc_bk.lock);
+	*addr = fc_bk_slot_addr(slot);
+	*(volatile uint64_t *)(uintptr_t)*addr = slot;
+#ifdef MADV_COLD
+	madvise(fc_bk.drain, fc_page, MADV_COLD);
+#endif
+	return 0;
+}
+
+static void fc_bk_give_back(uint64_t addr)
+{
+	madvise((void *)(uintptr_t)addr, fc_page, MADV_DONTNEED);
+	pthread_mutex_lock(&fc_bk.lock);
+	fc_bk.free[fc_bk.nfree++] =
+		(uint32_t)((addr - (uintptr_t)fc_bk.arena) / fc_page);
+	pthread_mutex_unlock(&fc_bk.lock);
+}
+
+/*
+ * A device address range of @len bytes that nothing in the process maps.
+ * The counter wraps: by then the early ranges are long freed, and a key
+ * still in use is caught by the table (the caller asks again).
+ */
+static int fc_dev_addr(uint64_t len, bool v1, uint64_t *addr)
+{
+	uint64_t base = v1 ? FC_DEV32_BASE : FC_DEV_BASE;
+	uint64_t end = v1 ? FC_DEV32_END : FC_DEV_END;
+	uint64_t *next = v1 ? &fc_bk.va32_next : &fc_bk.va_next;
+
+	if (len > end - base)
+		return -ENOMEM;
+	pthread_mutex_lock(&fc_bk.lock);
+	if (*next < base || *next > end - len)
+		*next = base;
+	*addr = *next;
+	*next += len;
+	pthread_mutex_unlock(&fc_bk.lock);
+	return 0;
+}
+
+/* ---- the page pool (FAKECUDA_POOL=1) ---- */
+
+static bool fc_poolable(uint32_t back)
+{
+	return fc_pool_on && back != FC_BACK_HOST && back != FC_BACK_LAZY;
+}
+
+static uint32_t *fc_pool_bucket(uint32_t back, uint64_t len)
+{
+	uint64_t h = (len / fc_page * 4 + back) * 0x9e3779b97f4a7c15ULL;
+
+	return &fc_pool.head[(h >> 56) & (FC_POOL_BUCKETS - 1)];
+}
+
+/* Give a chunk's pages back to the kernel (munmap, close or DONTNEED). */
+static void fc_back_free(uint32_t back, uint64_t mem, uint64_t len)
+{
+	switch (back) {
+	case FC_BACK_MEMFD:
+		close((int)mem);
+		break;
+	case FC_BACK_BK:
+		fc_bk_give_back(mem);
+		break;
+	default:
+		munmap((void *)(uintptr_t)mem, len);
+		break;
+	}
+}
+
+/*
+ * Take a pooled chunk of exactly this backing and length: no syscall, no
+ * fault, so no page is allocated in the call. Counts the hit or the miss.
+ */
+static bool fc_pool_take(uint32_t back, uint64_t len, uint64_t *mem)
+{
+	uint32_t *link, i;
+	struct fc_chunk *c;
+
+	if (!fc_poolable(back))
+		return false;
+	pthread_mutex_lock(&fc_pool.lock);
+	for (link = fc_pool_bucket(back, len); *link != FC_NIL;
+	     link = &fc_pool.chunks[*link].next) {
+		c = &fc_pool.chunks[*link];
+		if (c->back != back || c->len != len)
+			continue;
+		i = *link;
+		*link = c->next;
+		c->next = fc_pool.spare;
+		fc_pool.spare = i;
+		*mem = c->mem;
+		__atomic_fetch_sub(&fc_stats.pool_bytes, len, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&fc_stats.pool_chunks, 1, __ATOMIC_RELAXED);
+		fc_add(&fc_stats.pool_hits, 1);
+		fc_add(&fc_stats.pool_hit_bytes, len);
+		pthread_mutex_unlock(&fc_pool.lock);
+		return true;
+	}
+	fc_add(&fc_stats.pool_misses, 1);
+	pthread_mutex_unlock(&fc_pool.lock);
+	return false;
+}
+
+/* Keep a freed chunk if the cap and the chunk table leave room for it. */
+static bool fc_pool_put(uint32_t back, uint64_t mem, uint64_t len)
+{
+	uint64_t held;
+	uint32_t *head, i;
+	struct fc_chunk *c;
+
+	pthread_mutex_lock(&fc_pool.lock);
+	held = __atomic_load_n(&fc_stats.pool_bytes, __ATOMIC_RELAXED);
+	if (fc_pool.spare == FC_NIL || len > fc_pool_max ||
+	    held > fc_pool_max - len) {
+		fc_add(&fc_stats.pool_overflow_bytes, len);
+		pthread_mutex_unlock(&fc_pool.lock);
+		return false;
+	}
+	i = fc_pool.spare;
+	c = &fc_pool.chunks[i];
+	fc_pool.spare = c->next;
+	head = fc_pool_bucket(back, len);
+	c->mem = mem;
+	c->len = len;
+	c->back = back;
+	c->next = *head;
+	*head = i;
+	fc_add(&fc_stats.pool_bytes, len);
+	fc_add(&fc_stats.pool_chunks, 1);
+	fc_add(&fc_stats.pool_kept_bytes, len);
+	pthread_mutex_unlock(&fc_pool.lock);
+	return true;
+}
+
+/*
+ * The driver is done with these pages: pool them if it may, otherwise
+ * give them back now. Returns the bytes given back (0 when pooled).
+ */
+static uint64_t fc_drop(uint32_t back, uint64_t mem, uint64_t len)
+{
+	if (fc_poolable(back) && fc_pool_put(back, mem, len))
+		return 0;
+	fc_back_free(back, mem, len);
+	return len;
+}
+
+static int fc_pool_setup(void)
+{
+	uint32_t i;
+
+	fc_pool.chunks = mmap(NULL, FC_POOL_CHUNKS * sizeof(*fc_pool.chunks),
+			      PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+			      -1, 0);
+	if (fc_pool.chunks == MAP_FAILED) {
+		fc_pool.chunks = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < FC_POOL_CHUNKS; i++)
+		fc_pool.chunks[i].next = i + 1;
+	fc_pool.chunks[FC_POOL_CHUNKS - 1].next = FC_NIL;
+	fc_pool.spare = 0;
+	for (i = 0; i < FC_POOL_BUCKETS; i++)
+		fc_pool.head[i] = FC_NIL;
+	return 0;
+}
+
+/* A bookkeeping page for a discrete allocation: pooled, else a new one. */
+static int fc_bk_get(uint64_t *addr, uint64_t *taken)
+{
+	*taken = 0;
+	if (fc_pool_take(FC_BACK_BK, fc_page, addr))
+		return 0;
+	if (fc_bk_take(addr))
+		return -ENOMEM;
+	*taken = fc_page;
+	return 0;
+}
+
+/*
+ * A call that fails after getting its pages leaves as it came: pages it
+ * took go back now, a chunk it took from the pool goes back there.
+ */
+static void fc_undo(uint32_t back, uint64_t mem, uint64_t len, uint64_t taken)
+{
+	if (taken)
+		fc_back_free(back, mem, len);
+	else
+		fc_drop(back, mem, len);
+}
+
+/* Where an entry's host pages are, and how many bytes of them. */
+static uint64_t fc_entry_mem(const struct fc_entry *e)
+{
+	return e->back == FC_BACK_BK || e->back == FC_BACK_MEMFD ? e->aux
+								 : e->key;
+}
+
+static uint64_t fc_entry_host_len(const struct fc_entry *e)
+{
+	return e->back == FC_BACK_BK ? fc_page : e->size;
+}
+
 /* ---- anonymous allocations ---- */
 
 enum fc_map_mode {
@@ -376,18 +818,30 @@ static void *fc_map_thp(size_t len, int flags)
 	return MAP_FAILED;
 }
 
-/* Map @size bytes for @api, record them as @kind, return the address. */
-static CUresult fc_alloc(unsigned int api, uint64_t size, enum fc_map_mode mode,
-			 uint32_t kind, uintptr_t *out)
+/*
+ * Host pages for @e (size set, kind set): a pooled chunk if one fits,
+ * otherwise a new mapping. Sets key and back; *taken is what the call
+ * took from the page allocator.
+ */
+static CUresult fc_map_anon(struct fc_entry *e, enum fc_map_mode mode,
+			    uint64_t *taken)
 {
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS;
-	struct fc_entry e = { .cls = FC_CLS_MEM, .kind = kind };
+	uint64_t mem;
 	void *p;
 
-	if (!size || !fc_page_round(size, &e.size))
-		return CUDA_ERROR_INVALID_VALUE;
-	if (fc_should_fail())
-		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (e->kind == FC_KIND_HOST)
+		e->back = FC_BACK_HOST;
+	else if (mode == FC_LAZY)
+		e->back = FC_BACK_LAZY;
+	else
+		e->back = mode == FC_POPULATE_32BIT ? FC_BACK_ANON32 :
+						      FC_BACK_ANON;
+	*taken = 0;
+	if (fc_pool_take(e->back, e->size, &mem)) {
+		e->key = mem;
+		return CUDA_SUCCESS;
+	}
 	if (mode != FC_LAZY)
 		flags |= MAP_POPULATE;
 #ifdef MAP_32BIT
@@ -395,19 +849,71 @@ static CUresult fc_alloc(unsigned int api, uint64_t size, enum fc_map_mode mode,
 		flags |= MAP_32BIT;
 #endif
 	if (fc_thp && mode == FC_POPULATE)
-		p = fc_map_thp(e.size, flags);
+		p = fc_map_thp(e->size, flags);
 	else
-		p = mmap(NULL, e.size, PROT_READ | PROT_WRITE, flags, -1, 0);
+		p = mmap(NULL, e->size, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (p == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	e.key = (uintptr_t)p;
-	if (fc_track(&e)) {
-		munmap(p, e.size);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
+	e->key = (uintptr_t)p;
 	if (mode != FC_LAZY)
-		fc_count_populated(api, e.size);
-	*out = (uintptr_t)p;
+		*taken = e->size;
+	return CUDA_SUCCESS;
+}
+
+/*
+ * Discrete device memory: one bookkeeping page (pooled or new) and an
+ * address the CPU cannot reach. Tracked here, because a device address
+ * the counter reuses while still live is refused by the table and the
+ * next one is tried.
+ */
+static CUresult fc_alloc_discrete(struct fc_entry *e, bool v1,
+				  uint64_t *taken)
+{
+	int err = -EEXIST, tries;
+
+	e->back = FC_BACK_BK;
+	if (fc_bk_get(&e->aux, taken))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (tries = 0; tries < 8 && err == -EEXIST; tries++) {
+		err = fc_dev_addr(e->size, v1, &e->key);
+		if (!err)
+			err = fc_track(e);
+	}
+	if (!err)
+		return CUDA_SUCCESS;
+	fc_undo(FC_BACK_BK, e->aux, fc_page, *taken);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+/* Allocate @size bytes for @api, record them as @kind, return the address. */
+static CUresult fc_alloc(unsigned int api, uint64_t size, enum fc_map_mode mode,
+			 uint32_t kind, uintptr_t *out)
+{
+	struct fc_entry e = { .cls = FC_CLS_MEM, .kind = kind };
+	uint64_t taken;
+	CUresult ret;
+
+	if (!size || !fc_page_round(size, &e.size))
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fc_should_fail())
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (fc_mode == FAKECUDA_MODE_DISCRETE && kind == FC_KIND_DEVICE &&
+	    mode != FC_LAZY) {
+		ret = fc_alloc_discrete(&e, mode == FC_POPULATE_32BIT, &taken);
+		if (ret != CUDA_SUCCESS)
+			return ret;
+	} else {
+		ret = fc_map_anon(&e, mode, &taken);
+		if (ret != CUDA_SUCCESS)
+			return ret;
+		if (fc_track(&e)) {
+			fc_undo(e.back, e.key, e.size, taken);
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		}
+	}
+	if (taken)
+		fc_count_populated(api, taken);
+	*out = (uintptr_t)e.key;
 	fc_delay();
 	return CUDA_SUCCESS;
 }
@@ -439,7 +945,10 @@ static CUresult fc_alloc_host(unsigned int api, void **pp, uint64_t size)
 	return ret;
 }
 
-#ifdef MAP_32BIT
+/*
+ * v1 entry points return 32-bit pointers: MAP_32BIT host memory in
+ * unified mode, a 32-bit device address in discrete mode.
+ */
 static CUresult fc_alloc32(unsigned int api, CUdeviceptr_v1 *dptr,
 			   uint64_t size)
 {
@@ -448,21 +957,15 @@ static CUresult fc_alloc32(unsigned int api, CUdeviceptr_v1 *dptr,
 
 	if (!dptr)
 		return CUDA_ERROR_INVALID_VALUE;
+#ifndef MAP_32BIT
+	if (fc_mode != FAKECUDA_MODE_DISCRETE)
+		return CUDA_ERROR_NOT_SUPPORTED;
+#endif
 	ret = fc_alloc(api, size, FC_POPULATE_32BIT, FC_KIND_DEVICE, &p);
 	if (ret == CUDA_SUCCESS)
 		*dptr = (CUdeviceptr_v1)p;
 	return ret;
 }
-#else
-static CUresult fc_alloc32(unsigned int api, CUdeviceptr_v1 *dptr,
-			   uint64_t size)
-{
-	(void)api;
-	(void)dptr;
-	(void)size;
-	return CUDA_ERROR_NOT_SUPPORTED;
-}
-#endif
 
 /* The real driver only takes 4, 8 or 16 byte elements. */
 static CUresult fc_pitch(uint64_t width, uint64_t height, unsigned int elem,
@@ -479,15 +982,20 @@ static CUresult fc_pitch(uint64_t width, uint64_t height, unsigned int elem,
 	return CUDA_SUCCESS;
 }
 
-/* munmap a FC_CLS_MEM entry whose kind is in @kinds. */
+/*
+ * Free a FC_CLS_MEM entry whose kind is in @kinds: its pages go back to
+ * the kernel (munmap, or the bookkeeping page's DONTNEED), or to the pool.
+ */
 static CUresult fc_free(unsigned int api, uint64_t key, uint32_t kinds)
 {
 	struct fc_entry e;
+	uint64_t freed;
 
 	if (fc_untrack(key, FC_CLS_MEM, kinds, &e))
 		return CUDA_ERROR_INVALID_VALUE;
-	munmap((void *)(uintptr_t)e.key, e.size);
-	fc_count_released(api, e.size);
+	freed = fc_drop(e.back, fc_entry_mem(&e), fc_entry_host_len(&e));
+	if (freed)
+		fc_count_released(api, freed);
 	return CUDA_SUCCESS;
 }
 
@@ -632,7 +1140,26 @@ static CUresult fc_address_free(uint64_t ptr, uint64_t size)
 	return CUDA_SUCCESS;
 }
 
-/* Physical memory: a memfd with every page allocated now, in this call. */
+/* A new memfd with every page allocated now, in this call. */
+static int fc_memfd_new(uint64_t size, uint64_t *fd_out)
+{
+	int fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return -ENOMEM;
+	if (fallocate(fd, 0, 0, (off_t)size)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	*fd_out = (uint64_t)fd;
+	return 0;
+}
+
+/*
+ * Physical memory. Unified: a memfd whose pages are all allocated in this
+ * call (or a pooled memfd of the same size, which already has them).
+ * Discrete: the memory is on the GPU; the call takes one bookkeeping page.
+ */
 static CUresult fc_create(unsigned int api, CUmemGenericAllocationHandle *handle,
 			  uint64_t size, const CUmemAllocationProp *prop,
 			  unsigned long long flags)
@@ -641,7 +1168,7 @@ static CUresult fc_create(unsigned int api, CUmemGenericAllocationHandle *handle
 		.cls = FC_CLS_HANDLE, .kind = FC_KIND_LIVE,
 		.refs = 1,	/* the handle's own, until cuMemRelease */
 	};
-	int fd;
+	uint64_t taken = 0;
 
 	if (!handle || !prop || flags || !size ||
 	    !fc_page_round(size, &e.size) ||
@@ -649,35 +1176,47 @@ static CUresult fc_create(unsigned int api, CUmemGenericAllocationHandle *handle
 		return CUDA_ERROR_INVALID_VALUE;
 	if (fc_should_fail())
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	fd = memfd_create("fakecuda-vmm", MFD_CLOEXEC);
-	if (fd < 0)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	if (fallocate(fd, 0, 0, (off_t)e.size))
-		goto fail;
+	if (fc_mode == FAKECUDA_MODE_DISCRETE) {
+		e.back = FC_BACK_BK;
+		if (fc_bk_get(&e.aux, &taken))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	} else {
+		e.back = FC_BACK_MEMFD;
+		if (!fc_pool_take(FC_BACK_MEMFD, e.size, &e.aux)) {
+			if (fc_memfd_new(e.size, &e.aux))
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			taken = e.size;
+		}
+	}
 	e.key = __atomic_add_fetch(&fc_handle_seq, 1, __ATOMIC_RELAXED);
-	e.aux = (uint64_t)fd;
-	if (fc_track(&e))
-		goto fail;
-	fc_count_populated(api, e.size);
+	if (fc_track(&e)) {
+		fc_undo(e.back, e.aux, fc_entry_host_len(&e), taken);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (taken)
+		fc_count_populated(api, taken);
 	*handle = e.key;
 	fc_delay();
 	return CUDA_SUCCESS;
-fail:
-	close(fd);
-	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
-/* Drop one reference; the last one closes the memfd (if still open). */
+/*
+ * Drop one reference. The last one (release with nothing mapped, or the
+ * last unmap after release) ends the physical memory: to the pool, or
+ * back to the kernel. The memfd stays open until then even after
+ * cuMemRelease, so the pool can keep it; with no pool, closing it last
+ * frees the pages in the same call as before, since the last mapping is
+ * already gone. Returns the bytes given back to the kernel.
+ */
 static uint64_t fc_handle_put(struct fc_entry *h)
 {
-	uint64_t size = h->size;
+	struct fc_entry gone;
 
 	if (--h->refs)
 		return 0;
-	if (h->kind == FC_KIND_LIVE)
-		close((int)h->aux);
+	gone = *h;
 	fc_tab_erase(h);
-	return size;
+	return fc_drop(gone.back, gone.aux, fc_entry_host_len(&gone));
 }
 
 /* Unmap a range by putting its PROT_NONE reservation back in place. */
@@ -691,10 +1230,12 @@ static int fc_map_none(uint64_t ptr, size_t len)
 }
 
 /*
- * Shared mapping of the memfd over the reservation, not populated: the
- * pages already exist, so touching them later only adds page tables.
- * The lock is held across the mmap so a concurrent cuMemRelease cannot
- * close (and recycle) the descriptor under us.
+ * Unified: shared mapping of the memfd over the reservation, not
+ * populated: the pages already exist, so touching them later only adds
+ * page tables. The lock is held across the mmap so a concurrent last
+ * cuMemUnmap cannot close (and recycle) the descriptor under us.
+ * Discrete: device memory is not mapped for the CPU; the reservation
+ * stays PROT_NONE and only the mapping's bookkeeping is kept.
  */
 static CUresult fc_map(uint64_t ptr, uint64_t size, uint64_t offset,
 		       uint64_t handle, unsigned long long flags)
@@ -713,12 +1254,15 @@ static CUresult fc_map(uint64_t ptr, uint64_t size, uint64_t offset,
 	    m.size > h->size - offset || fc_tab_find(ptr, FC_CLS_MAP))
 		goto out;
 	ret = CUDA_ERROR_OUT_OF_MEMORY;
-	p = mmap((void *)(uintptr_t)ptr, m.size, PROT_READ | PROT_WRITE,
-		 MAP_SHARED | MAP_FIXED, (int)h->aux, (off_t)offset);
-	if (p == MAP_FAILED)
-		goto out;
+	if (h->back == FC_BACK_MEMFD) {
+		p = mmap((void *)(uintptr_t)ptr, m.size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, (int)h->aux, (off_t)offset);
+		if (p == MAP_FAILED)
+			goto out;
+	}
 	if (fc_tab_insert(&m)) {
-		fc_map_none(ptr, m.size);
+		if (h->back == FC_BACK_MEMFD)
+			fc_map_none(ptr, m.size);
 		goto out;
 	}
 	/* the insert may have moved the table: find the handle again */
@@ -739,10 +1283,12 @@ static CUresult fc_unmap(unsigned int api, uint64_t ptr)
 	m = fc_tab_find(ptr, FC_CLS_MAP);
 	if (!m)
 		goto out;
-	ret = CUDA_ERROR_OUT_OF_MEMORY;
-	if (fc_map_none(ptr, m->size))
-		goto out;
 	hid = m->aux;
+	h = fc_tab_find(hid, FC_CLS_HANDLE);
+	ret = CUDA_ERROR_OUT_OF_MEMORY;
+	/* discrete mappings never left PROT_NONE */
+	if ((!h || h->back != FC_BACK_BK) && fc_map_none(ptr, m->size))
+		goto out;
 	fc_tab_erase(m);
 	/* looked up after the erase, which may shift entries */
 	h = fc_tab_find(hid, FC_CLS_HANDLE);
@@ -766,8 +1312,7 @@ static CUresult fc_release(unsigned int api, uint64_t handle)
 	h = fc_tab_find(handle, FC_CLS_HANDLE);
 	if (!h || h->kind != FC_KIND_LIVE)
 		goto out;
-	/* close now: from here only the mappings keep the pages alive */
-	close((int)h->aux);
+	/* the mappings, if any, keep the memory (and the memfd) alive */
 	h->kind = FC_KIND_RELEASED;
 	freed = fc_handle_put(h);
 	ret = CUDA_SUCCESS;
@@ -785,7 +1330,8 @@ FC_EXPORT CUresult cuInit(unsigned int flags)
 	unsigned int api = FAKECUDA_API_cuInit;
 
 	fc_enter(api);
-	if (flags)
+	/* a bad knob (reported at load) must not pass for a working fake */
+	if (flags || fc_config_bad)
 		return fc_leave(api, CUDA_ERROR_INVALID_VALUE);
 	__atomic_store_n(&fc_initialized, 1, __ATOMIC_RELEASE);
 	return fc_leave(api, CUDA_SUCCESS);
@@ -1115,7 +1661,10 @@ FC_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	return fc_leave(api, ret);
 }
 
-/* Mappings are read-write from cuMemMap on, so access needs no change. */
+/*
+ * Unified mappings are read-write from cuMemMap on, and discrete ones are
+ * never CPU-accessible, so access needs no change in either mode.
+ */
 FC_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size,
 				  const CUmemAccessDesc *desc, size_t count)
 {
@@ -1153,6 +1702,34 @@ FC_EXPORT void fakecuda_set_thread_delay_ms(unsigned int ms)
 	fc_thread_delay_ms = ms;
 }
 
+FC_EXPORT unsigned long long fakecuda_pool_trim(void)
+{
+	unsigned long long bytes = 0, chunks = 0;
+	struct fc_chunk *c;
+	uint32_t b, i;
+
+	if (!fc_pool_on || !fc_pool.chunks)
+		return 0;
+	pthread_mutex_lock(&fc_pool.lock);
+	for (b = 0; b < FC_POOL_BUCKETS; b++) {
+		while (fc_pool.head[b] != FC_NIL) {
+			i = fc_pool.head[b];
+			c = &fc_pool.chunks[i];
+			fc_pool.head[b] = c->next;
+			fc_back_free(c->back, c->mem, c->len);
+			bytes += c->len;
+			chunks++;
+			c->next = fc_pool.spare;
+			fc_pool.spare = i;
+		}
+	}
+	__atomic_fetch_sub(&fc_stats.pool_bytes, bytes, __ATOMIC_RELAXED);
+	__atomic_fetch_sub(&fc_stats.pool_chunks, chunks, __ATOMIC_RELAXED);
+	fc_add(&fc_stats.pool_trimmed_bytes, bytes);
+	pthread_mutex_unlock(&fc_pool.lock);
+	return bytes;
+}
+
 /* Write every page of [p, p + len) so it is private and present now. */
 static void fc_prefault(void *p, size_t len)
 {
@@ -1177,6 +1754,7 @@ __attribute__((constructor)) static void fc_setup(void)
 
 	if (page > 0)
 		fc_page = (size_t)page;
+	fc_read_model_knobs();
 	fc_delay_ms = (unsigned int)fc_env_ull("FAKECUDA_DELAY_MS", 0);
 	fc_fail_every = fc_env_ull("FAKECUDA_FAIL_EVERY", 0);
 	fc_thp = fc_env_ull("FAKECUDA_THP", 0) != 0;
@@ -1188,6 +1766,16 @@ __attribute__((constructor)) static void fc_setup(void)
 	fc_prefault(&fc_take_seq, sizeof(fc_take_seq));
 	fc_prefault(&fc_handle_seq, sizeof(fc_handle_seq));
 	fc_prefault(&fc_initialized, sizeof(fc_initialized));
+	fc_prefault(&fc_pool, sizeof(fc_pool));
+	fc_prefault(&fc_bk, sizeof(fc_bk));
+	if (fc_pool_on && fc_pool_setup()) {
+		fprintf(stderr, "fakecuda: cannot map the pool's table\n");
+		fc_config_bad = true;
+	}
+	if (fc_mode == FAKECUDA_MODE_DISCRETE && fc_bk_setup()) {
+		fprintf(stderr, "fakecuda: cannot map the bookkeeping arena\n");
+		fc_config_bad = true;
+	}
 	pthread_mutex_lock(&fc_tab.lock);
 	if (!fc_tab.cap)
 		fc_tab_grow();	/* on failure the first insert retries */

@@ -129,3 +129,44 @@ def _interactive(env, quit_with_q):
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_top_discrete_platform(env):
+    """A discrete GPU: device allocations take ~0 host pages, so the model
+    says discrete and holds only the pinned memory; GPU memory still shows."""
+    import os
+    top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake])
+    assert "probing" in top.stderr.readline()
+    job = env.popen([env.alloc_mix, "-n", "4", "-s", "32M", "-a", "alloc,hostalloc",
+                     "-w", "4000", "-o", "/dev/null"],
+                    env=dict(os.environ, FAKECUDA_MODE="discrete"))
+    out, err = top.communicate(timeout=30)
+    assert top.returncode == 0, err
+    assert "platform discrete (device allocs took almost no host pages)" in out, out
+    rows = parse_rows(out)
+    assert [r["pid"] for r in rows] == [job.pid], out
+    r = rows[0]
+    assert to_bytes(r["gpu"]) == 256 * MIB, r
+    # Pinned memory holds its size; device memory only the pages seen.
+    assert 128 * MIB <= to_bytes(r["holds"]) <= 128 * MIB * 1.02, r
+    assert abs(to_bytes(r["host"]) - to_bytes(r["holds"])) <= 2 * MIB, r
+    job.wait(timeout=30)
+
+
+def test_top_forced_unified_counts_pooled_memory(env):
+    """--platform unified: device memory holds its size even when its calls
+    took no host pages in their windows (as when the driver serves them
+    from its pool); the observed figure stays what was seen."""
+    import os
+    top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--platform", "unified",
+                     "--libcuda", env.fake])
+    assert "probing" in top.stderr.readline()
+    job = env.popen([env.alloc_mix, "-n", "4", "-s", "32M", "-a", "alloc", "-w", "4000",
+                     "-o", "/dev/null"],
+                    env=dict(os.environ, FAKECUDA_MODE="discrete"))
+    out, err = top.communicate(timeout=30)
+    assert top.returncode == 0, err
+    assert "platform unified (--platform)" in out, out
+    r = parse_rows(out)[0]
+    assert to_bytes(r["holds"]) == 128 * MIB and to_bytes(r["host"]) < MIB, r
+    job.wait(timeout=30)

@@ -350,3 +350,19 @@ def test_discovery_rescan_finds_running_process(env):
     assert f"/proc/{job.pid}/root" in err and "probing 26 entry points" in err, err
     mine = [c for c in res.calls if c["pid"] == job.pid]
     assert len(mine) == 6, res
+
+
+def test_driver_pool_reuse_is_observed_as_zero(env):
+    """Driver 590+ pools: a free keeps the pages, the next allocation of that
+    size reuses them with no page-allocator event. The observed figure says
+    so honestly (the cost model, not the window, accounts for it)."""
+    res = env.trace([env.alloc_mix, "-n", "4", "-s", "16M", "-a", "alloc", "-F"],
+                    env={"FAKECUDA_POOL": "1"})
+    assert res.rc == 0, res
+    assert res.truth["pool"] and res.truth["pool_stats"]["hits"] == 3, res.truth["pool_stats"]
+    allocs = res.calls_of("cuMemAlloc_v2")
+    assert within(allocs[0]["host_bytes"], 16 * MIB, 2), allocs[0]
+    for c in allocs[1:]:
+        assert c["host_bytes"] < 64 * 1024, c
+    for c in res.calls_of("cuMemFree_v2"):
+        assert c["host_freed_bytes"] < 64 * 1024, c

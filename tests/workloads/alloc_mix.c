@@ -28,6 +28,16 @@
  *
  * -d DELAY_MS: print the pid to stderr and sleep before cuInit, so a test
  * can attach the tracer to a process that already runs.
+ *
+ * The fake's model knobs apply as set in the environment (FAKECUDA_MODE,
+ * FAKECUDA_POOL, FAKECUDA_POOL_MAX_BYTES); the report says which model ran
+ * ("mode", "pool") as the fake reports it. In discrete mode device
+ * pointers are not host memory, so nothing here touches them (the vmm
+ * path skips its touches); managed memory is host memory in both modes
+ * and is touched in both. The ground truth of host pages taken inside the
+ * calls is always the fake's own count ("populated_bytes", and per entry
+ * point under "fake"): in discrete mode that is one page per device
+ * allocation, and with the pool a call served from it took none.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -121,6 +131,8 @@ static struct {
 
 static pthread_barrier_t am_barrier;
 static size_t am_page;
+/* the fake's model, read from its stats after cuInit */
+static bool am_discrete;
 /* the fake ignores the pool; any non-NULL handle will do */
 static int am_pool_obj;
 #define AM_POOL_HANDLE ((CUmemoryPool)(void *)&am_pool_obj)
@@ -388,7 +400,8 @@ static void am_free_async_ptsz(struct am_thread *t, struct am_rec *r)
 /*
  * Reserve, commit (pages taken in cuMemCreate), map, allow access, then
  * touch every page: the pages exist already, so the touches add only page
- * tables.
+ * tables. In discrete mode the mapping is device memory the CPU cannot
+ * reach (the fake leaves it PROT_NONE): no touch.
  */
 static int am_alloc_vmm(struct am_thread *t, struct am_rec *r,
 			unsigned long iter)
@@ -413,7 +426,8 @@ static int am_alloc_vmm(struct am_thread *t, struct am_rec *r,
 		goto release;
 	if (AM_CALL(t, cuMemSetAccess, len, (r->ptr, len, &desc, 1)))
 		goto unmap;
-	am_touch(r->ptr, len);
+	if (!am_discrete)
+		am_touch(r->ptr, len);
 	return 0;
 unmap:
 	AM_CALL(t, cuMemUnmap, len, (r->ptr, len));
@@ -532,6 +546,8 @@ fail:
 static struct {
 	pthread_t thread;
 	pid_t tid;
+	/* host bytes the fake took inside the call before it went to sleep */
+	unsigned long long populated;
 } am_inflight;
 
 /* Never returns in practice: main calls _exit() while it sleeps. */
@@ -565,14 +581,19 @@ static void am_sleep_ms(unsigned long ms)
  */
 static int am_start_inflight(struct am_counts *sum)
 {
-	struct fakecuda_stats st;
+	struct fakecuda_stats before, st;
 	int i;
 
+	fakecuda_stats(&before);
 	if (pthread_create(&am_inflight.thread, NULL, am_inflight_main, NULL))
 		return -1;
 	for (i = 0; i < 10000; i++) {
 		fakecuda_stats(&st);
 		if (st.sleeping) {
+			/* SIZE if unified, a page if discrete, 0 if pooled */
+			am_inflight.populated =
+				st.populated[FAKECUDA_API_cuMemAlloc_v2] -
+				before.populated[FAKECUDA_API_cuMemAlloc_v2];
 			am_note(sum, FAKECUDA_API_cuMemAlloc_v2, opt.size,
 				CUDA_SUCCESS);
 			return 0;
@@ -634,6 +655,29 @@ static void am_json_fake(FILE *f, const struct fakecuda_stats *st)
 	fprintf(f, "\n    }\n  },\n");
 }
 
+/*
+ * Which driver the fake imitated, and its page pool: "pool_bytes" is host
+ * memory the "driver" still held at report time apart from any live
+ * allocation; "hits" calls took no page although they hold memory.
+ */
+static void am_json_model(FILE *f, const struct fakecuda_stats *st)
+{
+	fprintf(f, "  \"mode\": \"%s\",\n  \"pool\": %s,\n",
+		st->mode == FAKECUDA_MODE_DISCRETE ? "discrete" : "unified",
+		st->pool_enabled ? "true" : "false");
+	if (st->pool_max_bytes == FAKECUDA_POOL_UNLIMITED)
+		fprintf(f, "  \"pool_max_bytes\": null,\n");
+	else
+		fprintf(f, "  \"pool_max_bytes\": %llu,\n", st->pool_max_bytes);
+	fprintf(f, "  \"pool_stats\": {\"pool_bytes\": %llu, \"chunks\": %llu, "
+		"\"hits\": %llu, \"hit_bytes\": %llu, \"misses\": %llu, "
+		"\"kept_bytes\": %llu, \"overflow_bytes\": %llu, "
+		"\"trimmed_bytes\": %llu},\n",
+		st->pool_bytes, st->pool_chunks, st->pool_hits,
+		st->pool_hit_bytes, st->pool_misses, st->pool_kept_bytes,
+		st->pool_overflow_bytes, st->pool_trimmed_bytes);
+}
+
 static void am_json_opts(FILE *f)
 {
 	unsigned int a;
@@ -689,6 +733,7 @@ static void am_json(FILE *f, const struct am_thread *th,
 	for (i = 0; i < opt.threads; i++)
 		fprintf(f, "%s%d", i ? ", " : "", (int)th[i].tid);
 	fprintf(f, "],\n");
+	am_json_model(f, st);
 	am_json_opts(f);
 	am_json_calls(f, sum);
 	fprintf(f, "  \"failed_calls\": %llu,\n  \"populated_bytes\": %llu,\n"
@@ -697,9 +742,9 @@ static void am_json(FILE *f, const struct am_thread *th,
 	am_json_status(f);
 	am_json_fake(f, st);
 	if (opt.inflight)
-		fprintf(f, "  \"inflight\": {\"tid\": %d, \"api\": \"cuMemAlloc_v2\", \"bytes\": %llu}\n}\n",
+		fprintf(f, "  \"inflight\": {\"tid\": %d, \"api\": \"cuMemAlloc_v2\", \"bytes\": %llu, \"populated\": %llu}\n}\n",
 			(int)__atomic_load_n(&am_inflight.tid, __ATOMIC_ACQUIRE),
-			(unsigned long long)opt.size);
+			(unsigned long long)opt.size, am_inflight.populated);
 	else
 		fprintf(f, "  \"inflight\": null\n}\n");
 }
@@ -904,6 +949,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "alloc_mix: cuInit failed\n");
 		return 1;
 	}
+	fakecuda_stats(&st);
+	am_discrete = st.mode == FAKECUDA_MODE_DISCRETE;
 	if (am_run_workers(th))
 		return 1;
 	for (i = 0; i < opt.threads; i++)
