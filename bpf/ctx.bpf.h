@@ -41,12 +41,63 @@ static __always_inline __u64 umt_entry_return_addr(struct pt_regs *ctx)
 	return ra;
 }
 
+#define UMT_EM_MACHINE	62	/* EM_X86_64 */
+
+/*
+ * The user registers in DWARF numbering (the x86-64 psABI's: rax, rdx,
+ * rcx, rbx, rsi, rdi, rbp, rsp, r8-r15, then rip as the return address
+ * column), so user space hands them to the unwinder as they are. Only
+ * rsp, rip and the callee-saved ones matter past the first frame; the
+ * rest are cheap and keep the layout the psABI's. Returns how many.
+ */
+static __always_inline __u32 umt_user_regs(struct pt_regs *ctx, __u64 *regs)
+{
+	regs[0] = ctx->ax;
+	regs[1] = ctx->dx;
+	regs[2] = ctx->cx;
+	regs[3] = ctx->bx;
+	regs[4] = ctx->si;
+	regs[5] = ctx->di;
+	regs[6] = ctx->bp;
+	regs[7] = ctx->sp;
+	regs[8] = ctx->r8;
+	regs[9] = ctx->r9;
+	regs[10] = ctx->r10;
+	regs[11] = ctx->r11;
+	regs[12] = ctx->r12;
+	regs[13] = ctx->r13;
+	regs[14] = ctx->r14;
+	regs[15] = ctx->r15;
+	regs[16] = ctx->ip;
+	return 17;
+}
+
 #elif defined(__TARGET_ARCH_arm64)
 
 /* At a function's first instruction the return address is in x30. */
 static __always_inline __u64 umt_entry_return_addr(struct pt_regs *ctx)
 {
 	return PT_REGS_RET(ctx);
+}
+
+#define UMT_EM_MACHINE	183	/* EM_AARCH64 */
+
+/*
+ * The user registers in DWARF numbering (AAPCS64: x0-x30, then sp as 31;
+ * pc has no DWARF number and travels on its own). x19-x30 and sp are what
+ * unwinding needs; x0-x18 come along to keep the numbering plain. A
+ * uprobe's context is the user_pt_regs at the top of struct pt_regs.
+ */
+static __always_inline __u32 umt_user_regs(struct pt_regs *ctx, __u64 *regs)
+{
+	const struct user_pt_regs *u = (const void *)ctx;
+	int i;
+
+#pragma unroll
+	for (i = 0; i < 31; i++)
+		regs[i] = u->regs[i];
+	regs[31] = u->sp;
+	return 32;
 }
 
 #else

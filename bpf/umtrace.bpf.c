@@ -15,12 +15,19 @@
 #include "ctx.bpf.h"
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+/* The smallest page size of x86 and arm64: user stacks end at its multiples. */
+#define UMT_PAGE_MIN 4096
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by user space before load. */
 const volatile bool filter_pids = false;
 const volatile bool count_proc_pages = false;
+/*
+ * Bytes of raw user stack sent at each outermost GPU call's entry for
+ * DWARF unwinding: 0 (off) to UMT_USTACK_MAX.
+ */
+const volatile __u32 ustack_bytes = 0;
 
 /*
  * Windows open right now, host-wide. The page hooks read it first so that
@@ -244,6 +251,73 @@ static __always_inline void capture_stack(struct window *w, struct pt_regs *ctx)
 		w->stack_len = n + sizeof(w->stack[0]);
 }
 
+/*
+ * Copy up to ustack_bytes of user stack from sp up into buf; returns the
+ * bytes copied. The stack may end sooner: the top of the main thread's
+ * stack is a few KiB above main, and a thread's runs into its TLS and
+ * then whatever is mapped next. A read that crosses the end fails whole
+ * and leaves nothing, so find the end first: readability changes only at
+ * page boundaries, and one byte read at each boundary above sp says
+ * whether the page from there on is there (4 KiB steps: right for larger
+ * pages too). At most one probe faults; then one read copies it all.
+ */
+static __always_inline __u32 copy_user_stack(__u8 *buf, __u64 sp)
+{
+	__u64 next = (sp | (UMT_PAGE_MIN - 1)) + 1;	/* first boundary above sp */
+	__u64 want = ustack_bytes, len = next - sp;	/* 64-bit: see below */
+	__u8 probe;
+	int i;
+
+	for (i = 0; i < UMT_USTACK_MAX / UMT_PAGE_MIN; i++) {
+		if (len >= want)
+			break;
+		if (bpf_probe_read_user(&probe, sizeof(probe),
+					(void *)(next + i * UMT_PAGE_MIN)))
+			break;
+		len += UMT_PAGE_MIN;
+	}
+	if (len > want)
+		len = want;
+	/*
+	 * want is bounded already, but the verifier must see it on the very
+	 * register passed as the size: compared as 32 bits, clang checks a
+	 * zero-extended copy and passes the original.
+	 */
+	if (len > UMT_USTACK_MAX)
+		len = UMT_USTACK_MAX;
+	if (bpf_probe_read_user(buf, len, (void *)sp))
+		return 0;
+	return len;
+}
+
+/*
+ * Reserve and fill the call's raw stack record, all but its ts_ns: the
+ * caller stamps that once the copy is done, so the copy's cost stays out
+ * of the call's duration. Reserved in place: 8 KiB is not copied twice.
+ */
+static __always_inline struct umt_ustack_rec *ustack_reserve(struct pt_regs *ctx,
+							     __u64 id)
+{
+	struct umt_ustack_rec *r;
+
+	__sync_fetch_and_add(&rec_total, 1);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&rec_dropped, 1);
+		return NULL;
+	}
+	r->type = UMT_REC_USTACK;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->machine = UMT_EM_MACHINE;
+	r->nregs = umt_user_regs(ctx, r->regs);
+	r->pc = PT_REGS_IP(ctx);
+	r->sp = PT_REGS_SP(ctx);
+	r->pad = 0;
+	r->stack_len = copy_user_stack(r->stack, r->sp);
+	return r;
+}
+
 static __always_inline void note_gpu_proc(__u32 tgid)
 {
 	__u8 one = 1;
@@ -258,6 +332,7 @@ int BPF_KPROBE(gpu_call_entry)
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 ck = bpf_get_attach_cookie(ctx);
 	__u64 sp = PT_REGS_SP(ctx);
+	struct umt_ustack_rec *us = NULL;
 	struct window *w;
 
 	if (!pid_in_scope(task->tgid))
@@ -286,7 +361,13 @@ int BPF_KPROBE(gpu_call_entry)
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
 	bpf_probe_read_kernel_str(w->pcomm, sizeof(w->pcomm), task->group_leader->comm);
 	capture_stack(w, ctx);
+	if (ustack_bytes)
+		us = ustack_reserve(ctx, bpf_get_current_pid_tgid());
 	w->ts_ns = bpf_ktime_get_ns();
+	if (us) {
+		us->ts_ns = w->ts_ns;
+		bpf_ringbuf_submit(us, 0);
+	}
 	w->depth = 1;
 	__sync_fetch_and_add(&open_windows, 1);
 	return 0;

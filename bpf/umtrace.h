@@ -14,10 +14,19 @@
 /* User stack frames kept per GPU call (frame-pointer walk at entry). */
 #define UMT_STACK_MAX 64
 
+/*
+ * Raw user stack sent at a GPU call's entry for DWARF unwinding in user
+ * space: at most this many bytes from the stack pointer up.
+ */
+#define UMT_USTACK_MAX		8192
+/* Registers in DWARF numbering: x86-64 uses 17 (rax..r15, rip), arm64 32. */
+#define UMT_USTACK_REGS		32
+
 /* Every ring-buffer record starts with one of these. */
 enum umt_rec_type {
 	UMT_REC_CALL = 1,	/* one GPU allocation or free call */
 	UMT_REC_PROC_EXIT = 2,	/* a process that made GPU calls has exited */
+	UMT_REC_USTACK = 3,	/* registers and raw stack at a call's entry */
 };
 
 /*
@@ -92,6 +101,28 @@ struct umt_proc_exit_rec {
 	__u32 pid;
 	__u64 ts_ns;
 	char comm[TASK_COMM_LEN];
+};
+
+/*
+ * Sent at the entry of an outermost GPU call when user space asked for
+ * raw stacks (ustack_bytes): what a DWARF unwinder needs to walk code
+ * built without frame pointers. It comes before the call's UMT_REC_CALL,
+ * which has the same tid and ts_ns. The record has a fixed size; only
+ * stack_len bytes of stack[] are meaningful.
+ */
+struct umt_ustack_rec {
+	__u32 type;		/* UMT_REC_USTACK */
+	__u32 pid;		/* tgid */
+	__u32 tid;
+	__u16 machine;		/* ELF e_machine the registers belong to */
+	__u16 nregs;		/* regs[0..nregs) hold DWARF registers 0..nregs-1 */
+	__u64 ts_ns;		/* the call's entry: its UMT_REC_CALL's ts_ns */
+	__u64 pc;		/* the probed entry point */
+	__u64 sp;		/* user address stack[0] was copied from */
+	__u32 stack_len;	/* valid bytes in stack[] */
+	__u32 pad;
+	__u64 regs[UMT_USTACK_REGS];
+	__u8 stack[UMT_USTACK_MAX];
 };
 
 #endif /* UMTRACE_H */

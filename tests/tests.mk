@@ -19,7 +19,8 @@ UMT_TESTS_OUT := $(OUT)/tests
 
 FAKECUDA_LIB := $(UMT_TESTS_OUT)/libcuda.so.1
 TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
-	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest
+	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest \
+	$(UMT_TESTS_OUT)/nofp_chain
 
 # The fake must keep default symbol visibility and semantic interposition
 # (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
@@ -44,6 +45,18 @@ $(UMT_TESTS_OUT)/alloc_mix $(UMT_TESTS_OUT)/demo: \
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
+		$(UMT_WORKLOAD_LDFLAGS)
+
+# Built the way PyTorch and libcuda are: no frame pointers, only call frame
+# information (.eh_frame; asked for explicitly, though it is the default).
+UMT_NOFP_CFLAGS := $(filter-out -fno-omit-frame-pointer,$(TEST_CFLAGS)) \
+	-O2 -g -fomit-frame-pointer -fasynchronous-unwind-tables
+
+$(UMT_TESTS_OUT)/nofp_chain: $(UMT_WORKLOADS_DIR)/nofp_chain.c \
+		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(UMT_NOFP_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
 		$(UMT_WORKLOAD_LDFLAGS)
 
 # Checks the fake on its own (TAP output, non-zero exit on failure).

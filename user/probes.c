@@ -11,6 +11,7 @@
 #include "elf_syms.h"
 #include "log.h"
 #include "probes.h"
+#include "umtrace.h"
 #include "umtrace.skel.h"
 #include "uprobe_multi.h"
 
@@ -101,6 +102,8 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	     "one perf event per entry point");
 	skel->rodata->filter_pids = cfg->filter_pids;
 	skel->rodata->count_proc_pages = cfg->proc_pages;
+	skel->rodata->ustack_bytes = cfg->ustack_bytes < UMT_USTACK_MAX ?
+				     cfg->ustack_bytes : UMT_USTACK_MAX;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
 	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);

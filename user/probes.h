@@ -18,6 +18,7 @@ struct probe_cfg {
 	uint64_t ringbuf_bytes;	/* rounded up to a power of two pages */
 	bool filter_pids;	/* only processes added with probes__add_pid */
 	bool proc_pages;	/* no libcuda: count host pages per process */
+	uint32_t ustack_bytes;	/* raw stack per GPU call for DWARF unwinding, 0: none */
 };
 
 struct probes {

@@ -19,8 +19,15 @@
 #include "summary.h"
 #include "symbolize.h"
 #include "units.h"
+#include "unwind.h"
 
 #define MAX_SITES 65536
+/* Calls in flight at once whose DWARF stack waits for their record. */
+#define PENDING_STACKS 1024
+
+enum {
+	OPT_STACK = OPT_ATTACH__LAST,
+};
 
 struct report {
 	struct attach_opts ao;
@@ -31,6 +38,10 @@ struct report {
 	struct summary summary;
 	struct callsites sites;
 	struct symbolizer *sym;
+	enum stack_mode stack;
+	struct unwinder *uw;
+	struct ustack_table pending;
+	uint64_t dwarf_used;		/* calls reported with their DWARF stack */
 	uint64_t page_size;
 	uint64_t first_ns, last_ns;
 };
@@ -48,7 +59,13 @@ void report_usage(FILE *f)
 "\n"
 "Options:\n"
 "  -d, --duration INTERVAL  stop after this long (e.g. 30s, 5m)\n"
-"  -j, --json               one JSON object per call site\n");
+"  -j, --json               one JSON object per call site\n"
+"      --stack MODE         how call stacks are walked: fp (frame pointers\n"
+"                           only), dwarf (unwind 8 KiB of stack copied at\n"
+"                           each call with the binaries' call frame\n"
+"                           information: also through code built without\n"
+"                           frame pointers; fp where that finds nothing), or\n"
+"                           auto (default: dwarf where it finds more frames)\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
 }
@@ -59,6 +76,7 @@ static int parse_args(struct report *rp, int argc, char **argv)
 		ATTACH_LONG_OPTS,
 		{ "duration", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "stack", required_argument, NULL, OPT_STACK },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -82,6 +100,12 @@ static int parse_args(struct report *rp, int argc, char **argv)
 			break;
 		case 'j':
 			rp->json = true;
+			break;
+		case OPT_STACK:
+			if (stack_mode__parse(optarg, &rp->stack)) {
+				elog("invalid --stack '%s': expected fp, dwarf or auto", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -112,25 +136,48 @@ static int parse_args(struct report *rp, int argc, char **argv)
  * call that ends its function would be named after the next one. The
  * first frame is the probed entry point itself.
  */
-static size_t lookup_addrs(const struct umt_call_rec *r, uint64_t *addrs)
+static void lookup_addrs(const uint64_t *stack, size_t n, uint64_t *addrs)
 {
-	size_t i, n = r->stack_len / sizeof(r->stack[0]);
+	size_t i;
 
-	if (n > UMT_STACK_MAX)
-		n = UMT_STACK_MAX;
 	for (i = 0; i < n; i++)
-		addrs[i] = i && r->stack[i] ? r->stack[i] - 1 : r->stack[i];
-	return n;
+		addrs[i] = i && stack[i] ? stack[i] - 1 : stack[i];
+}
+
+/* Unwound now, while the process surely lives; used when its call ends. */
+static void on_ustack(void *ctx, const struct umt_ustack_rec *r)
+{
+	struct report *rp = ctx;
+	uint64_t pcs[UMT_STACK_MAX];
+	int n;
+
+	n = unwinder__unwind(rp->uw, r, pcs, UMT_STACK_MAX);
+	if (n > 0)
+		ustack_table__put(&rp->pending, r->tid, r->ts_ns, pcs, n);
 }
 
 static void on_call(void *ctx, const struct umt_call_rec *r)
 {
 	struct report *rp = ctx;
 	struct sym_frame frames[UMT_STACK_MAX];
-	uint64_t addrs[UMT_STACK_MAX];
-	size_t n = lookup_addrs(r, addrs);
+	uint64_t addrs[UMT_STACK_MAX], fp[UMT_STACK_MAX], dwarf[UMT_STACK_MAX];
+	size_t i, n = r->stack_len / sizeof(r->stack[0]), ndw = 0;
 	uint32_t site;
 
+	if (n > UMT_STACK_MAX)
+		n = UMT_STACK_MAX;
+	for (i = 0; i < n; i++)
+		fp[i] = r->stack[i];
+	if (rp->stack != STACK_FP)
+		ndw = ustack_table__take(&rp->pending, r->tid, r->ts_ns, dwarf,
+					 UMT_STACK_MAX);
+	if (unwind__use_dwarf(rp->stack, fp, n, ndw)) {
+		lookup_addrs(dwarf, ndw, addrs);
+		n = ndw;
+		rp->dwarf_used++;
+	} else {
+		lookup_addrs(fp, n, addrs);
+	}
 	symbolizer__resolve(rp->sym, r->pid, addrs, n, frames);
 	site = callsites__add(&rp->sites, r, frames, n, rp->page_size);
 	summary__consume_site(&rp->summary, r, site);
@@ -155,7 +202,26 @@ static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
 static const struct session_ops report_ops = {
 	.on_call = on_call,
 	.on_exit = on_exit_rec,
+	.on_ustack = on_ustack,
 };
+
+/* What the DWARF path cost, for -v. */
+static void log_unwind_stats(const struct report *rp)
+{
+	struct unwind_stats st;
+
+	if (!rp->uw)
+		return;
+	unwinder__stats(rp->uw, &st);
+	vlog("stacks: %llu unwound with DWARF (%llu gave nothing), %.1f frames and "
+	     "%.1f us each, %zu bytes per call in the ring buffer; %llu calls "
+	     "reported with them, %llu lost their slot",
+	     (unsigned long long)st.stacks, (unsigned long long)st.failed,
+	     st.stacks ? (double)st.frames / st.stacks : 0.0,
+	     st.stacks ? st.ns / 1e3 / st.stacks : 0.0,
+	     sizeof(struct umt_ustack_rec), (unsigned long long)rp->dwarf_used,
+	     (unsigned long long)rp->pending.replaced);
+}
 
 static double per_hour(uint64_t bytes, uint64_t span_ns)
 {
@@ -269,12 +335,23 @@ int cmd_report(int argc, char **argv)
 		attach_opts__free(&rp.ao);
 		return 1;
 	}
+	if (rp.stack != STACK_FP) {
+		rp.uw = unwinder__new(rp.sym);
+		if (!rp.uw || ustack_table__init(&rp.pending, PENDING_STACKS)) {
+			elog("cannot set up DWARF unwinding: %s", strerror(ENOMEM));
+			unwinder__free(rp.uw);
+			symbolizer__free(rp.sym);
+			attach_opts__free(&rp.ao);
+			return 1;
+		}
+	}
 	summary__init(&rp.summary, rp.page_size);
 	callsites__init(&rp.sites, MAX_SITES);
 	rp.summary.on_release = on_release;
 	rp.summary.release_ctx = &rp.sites;
 	session__init(&rp.session, &rp.ao, rp.cmd, &report_ops, &rp);
 	rp.session.duration_ms = rp.duration_ms;
+	rp.session.ustack_bytes = rp.uw ? UMT_USTACK_MAX : 0;
 	err = session__start(&rp.session);
 	if (!err) {
 		err = session__run(&rp.session);
@@ -282,9 +359,12 @@ int cmd_report(int argc, char **argv)
 			print_report(&rp);
 	}
 	code = session__exit_code(&rp.session, err);
+	log_unwind_stats(&rp);
 	session__close(&rp.session);
 	summary__free(&rp.summary);
 	callsites__free(&rp.sites);
+	ustack_table__free(&rp.pending);
+	unwinder__free(rp.uw);
 	symbolizer__free(rp.sym);
 	attach_opts__free(&rp.ao);
 	return code;

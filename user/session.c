@@ -150,22 +150,43 @@ static int attach_new_libs(struct session *s)
 	return 0;
 }
 
+/* A raw stack record whose lengths stay inside what arrived. */
+static bool ustack_ok(const struct umt_ustack_rec *r, size_t size)
+{
+	return size >= sizeof(*r) && r->stack_len <= sizeof(r->stack) &&
+	       r->nregs <= UMT_USTACK_REGS;
+}
+
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct session *s = ctx;
 	const struct umt_call_rec *r = data;
 
-	if (size >= sizeof(struct umt_proc_exit_rec) && r->type == UMT_REC_PROC_EXIT) {
-		if (s->ops->on_exit)
-			s->ops->on_exit(s->ctx, data);
-		return 0;
-	}
-	if (size < sizeof(*r) || r->type != UMT_REC_CALL) {
+	if (size < sizeof(r->type)) {
 		s->bad_records++;
 		return 0;
 	}
-	if (s->ops->on_call)
-		s->ops->on_call(s->ctx, r);
+	switch (r->type) {
+	case UMT_REC_CALL:
+		if (size < sizeof(*r))
+			break;
+		if (s->ops->on_call)
+			s->ops->on_call(s->ctx, r);
+		return 0;
+	case UMT_REC_PROC_EXIT:
+		if (size < sizeof(struct umt_proc_exit_rec))
+			break;
+		if (s->ops->on_exit)
+			s->ops->on_exit(s->ctx, data);
+		return 0;
+	case UMT_REC_USTACK:
+		if (!ustack_ok(data, size))
+			break;
+		if (s->ops->on_ustack)
+			s->ops->on_ustack(s->ctx, data);
+		return 0;
+	}
+	s->bad_records++;
 	return 0;
 }
 
@@ -184,6 +205,8 @@ static int load_and_attach(struct session *s)
 		.ringbuf_bytes = s->ao->ringbuf_bytes,
 		.filter_pids = s->ao->n_pids || s->cmd,
 		.proc_pages = s->pages_mode,
+		/* Nobody to unwind them: keep them out of the ring buffer. */
+		.ustack_bytes = s->ops->on_ustack ? s->ustack_bytes : 0,
 	};
 	size_t i;
 	int err;

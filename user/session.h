@@ -24,6 +24,8 @@ struct session_ops {
 	void (*on_call)(void *ctx, const struct umt_call_rec *r);
 	void (*on_exit)(void *ctx, const struct umt_proc_exit_rec *r);
 	void (*on_tick)(void *ctx);	/* once per tick_ms */
+	/* Raw stack at a call's entry; comes before that call's on_call. */
+	void (*on_ustack)(void *ctx, const struct umt_ustack_rec *r);
 };
 
 struct session {
@@ -34,6 +36,7 @@ struct session {
 	uint64_t tick_ms;
 	uint64_t duration_ms;		/* 0: until stopped */
 	bool quiet_pages;		/* no-libcuda mode prints nothing */
+	uint32_t ustack_bytes;		/* raw stack per call for on_ustack, 0: none */
 	/* state */
 	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	struct probes probes;

@@ -126,6 +126,7 @@ struct sym_proc {
 	Dwfl *dwfl;
 	struct sym_mod *mods;
 	uint64_t reported_ns;
+	uint64_t prepared_ns;		/* reported_ns when every module had its sym_mod */
 	struct perf_map pm;
 };
 
@@ -1004,6 +1005,56 @@ int symbolizer__resolve(struct symbolizer *s, uint32_t pid,
 	for (i = 0; i < n; i++)
 		resolve_one(s, p, &out[i]);
 	return 0;
+}
+
+struct prepare_ctx {
+	struct symbolizer *s;
+	struct sym_proc *p;
+};
+
+static int prepare_mod(Dwfl_Module *mod, void **ud, const char *name,
+		       Dwarf_Addr start, void *arg)
+{
+	struct prepare_ctx *c = arg;
+
+	(void)ud;
+	(void)name;
+	(void)start;
+	mod_data(c->s, c->p, mod);
+	return DWARF_CB_OK;
+}
+
+/*
+ * find_elf opens a module's file only once it has its sym_mod (it names
+ * the process to open the file under). Symbolizing attaches one to each
+ * module it meets; an unwinder reaches modules by itself, so give one to
+ * every module up front, again after each re-read of the maps.
+ */
+static void prepare_mods(struct symbolizer *s, struct sym_proc *p)
+{
+	struct prepare_ctx c = { s, p };
+
+	if (p->prepared_ns == p->reported_ns)
+		return;
+	dwfl_getmodules(p->dwfl, prepare_mod, &c, 0);
+	p->prepared_ns = p->reported_ns;
+}
+
+Dwfl *symbolizer__dwfl(struct symbolizer *s, uint32_t pid, uint64_t addr)
+{
+	struct sym_proc *p;
+	int err;
+
+	err = proc_get(s, pid, &p);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	if (!dwfl_addrmodule(p->dwfl, addr) &&
+	    now_ns() - p->reported_ns >= REFRESH_NS)
+		proc_report(s, p);
+	prepare_mods(s, p);
+	return p->dwfl;
 }
 
 void symbolizer__forget(struct symbolizer *s, uint32_t pid)

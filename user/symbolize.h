@@ -52,6 +52,18 @@ int symbolizer__resolve(struct symbolizer *s, uint32_t pid,
  */
 void symbolizer__forget(struct symbolizer *s, uint32_t pid);
 
+struct Dwfl;
+
+/*
+ * The libdwfl session over pid's mappings, for a DWARF unwinder to attach
+ * its thread callbacks to (user/unwind.c): the same one names the frames,
+ * so each file is opened and its CFI read once. Re-read from
+ * /proc/PID/maps (10 times a second at most) when addr is in none of its
+ * modules. Owned by the symbolizer: valid until symbolizer__forget(pid) or
+ * symbolizer__free. NULL with errno set (ESRCH: gone, never seen).
+ */
+struct Dwfl *symbolizer__dwfl(struct symbolizer *s, uint32_t pid, uint64_t addr);
+
 void symbolizer__stats(const struct symbolizer *s, struct sym_stats *st);
 void symbolizer__free(struct symbolizer *s);
 
