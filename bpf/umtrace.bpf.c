@@ -28,6 +28,12 @@ const volatile bool count_proc_pages = false;
  * DWARF unwinding: 0 (off) to UMT_USTACK_MAX.
  */
 const volatile __u32 ustack_bytes = 0;
+/*
+ * Wake the reader only once this much is waiting (0: every record). The
+ * reader polls with a timeout anyway; a wake-up per record cost more CPU
+ * than everything else umtrace does per call.
+ */
+const volatile __u64 wakeup_bytes = 0;
 
 /*
  * Windows open right now, host-wide. The page hooks read it first so that
@@ -131,6 +137,15 @@ static __always_inline bool pid_in_scope(__u32 tgid)
 	return bpf_map_lookup_elem(&traced_pids, &tgid) != NULL;
 }
 
+static __always_inline __u64 submit_flags(void)
+{
+	if (!wakeup_bytes)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
 {
 	__u64 v = 0;
@@ -183,7 +198,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	__builtin_memcpy(r->comm, w->comm, sizeof(r->comm));
 	__builtin_memcpy(r->pcomm, w->pcomm, sizeof(r->pcomm));
 	__builtin_memcpy(r->stack, w->stack, sizeof(r->stack));
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, submit_flags());
 }
 
 static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
@@ -366,7 +381,7 @@ int BPF_KPROBE(gpu_call_entry)
 	w->ts_ns = bpf_ktime_get_ns();
 	if (us) {
 		us->ts_ns = w->ts_ns;
-		bpf_ringbuf_submit(us, 0);
+		bpf_ringbuf_submit(us, submit_flags());
 	}
 	w->depth = 1;
 	__sync_fetch_and_add(&open_windows, 1);
@@ -457,7 +472,7 @@ static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgi
 	r->pid = tgid;
 	r->ts_ns = bpf_ktime_get_ns();
 	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), task->group_leader->comm);
-	bpf_ringbuf_submit(r, 0);
+	bpf_ringbuf_submit(r, submit_flags());
 }
 
 /*

@@ -105,6 +105,8 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	skel->rodata->ustack_bytes = cfg->ustack_bytes < UMT_USTACK_MAX ?
 				     cfg->ustack_bytes : UMT_USTACK_MAX;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
+	if (cfg->batch_wakeups)
+		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
 	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
 	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);

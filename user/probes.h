@@ -19,6 +19,7 @@ struct probe_cfg {
 	bool filter_pids;	/* only processes added with probes__add_pid */
 	bool proc_pages;	/* no libcuda: count host pages per process */
 	uint32_t ustack_bytes;	/* raw stack per GPU call for DWARF unwinding, 0: none */
+	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
 };
 
 struct probes {

@@ -207,6 +207,7 @@ static int load_and_attach(struct session *s)
 		.proc_pages = s->pages_mode,
 		/* Nobody to unwind them: keep them out of the ring buffer. */
 		.ustack_bytes = s->ops->on_ustack ? s->ustack_bytes : 0,
+		.batch_wakeups = s->batch_wakeups,
 	};
 	size_t i;
 	int err;
@@ -290,6 +291,9 @@ int session__run(struct session *s)
 	next_scan = s->ao->rescan_ms ? start + s->ao->rescan_ms : UINT64_MAX;
 	while (!exiting) {
 		err = ring_buffer__poll(s->rb, 100);
+		/* Records sent without a wake-up are read here. */
+		if (err >= 0 && s->batch_wakeups)
+			err = ring_buffer__consume(s->rb);
 		if (err < 0 && err != -EINTR) {
 			elog("reading the ring buffer: %s", strerror(-err));
 			return err;

@@ -37,6 +37,12 @@ struct session {
 	uint64_t duration_ms;		/* 0: until stopped */
 	bool quiet_pages;		/* no-libcuda mode prints nothing */
 	uint32_t ustack_bytes;		/* raw stack per call for on_ustack, 0: none */
+	/*
+	 * Let records wait (up to a poll interval, 100 ms) instead of waking
+	 * the reader for each: a third of the CPU at high call rates. Not for
+	 * subcommands that must read a process's maps while it is alive.
+	 */
+	bool batch_wakeups;
 	/* state */
 	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	struct probes probes;

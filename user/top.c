@@ -408,6 +408,7 @@ int cmd_top(int argc, char **argv)
 	summary__init(&t.summary, (uint64_t)sysconf(_SC_PAGESIZE));
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
+	t.session.batch_wakeups = true;
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);
 	if (!err) {

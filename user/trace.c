@@ -189,6 +189,7 @@ int cmd_trace(int argc, char **argv)
 	summary__init(&t.summary, t.clock.page_size);
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, t.cmd, &trace_ops, &t);
+	t.session.batch_wakeups = true;
 	/* COMMAND writes to the same stdout: never leave half a line. */
 	if (t.cmd)
 		setvbuf(stdout, NULL, _IOLBF, 0);

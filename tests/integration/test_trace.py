@@ -93,16 +93,19 @@ def test_threads_do_not_mix(env):
         assert within(b, 8 * 4 * MIB, 2), f"tid {tid}: {b}"
 
 
+# Freshly faulted pages can sit in the kernel's per-CPU LRU batches (up to
+# about 31 per CPU) holding a reference when their mapping goes: those few
+# are freed later, outside the free call. Sizes here keep that under 2%.
 def test_frees_credited(env):
     """Frees give the pages back inside the call; the table ends empty."""
-    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "8M",
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "16M",
                      "-a", "alloc,host,hostalloc,async,pool", "-F"])
     assert res.rc == 0, res
     frees = [c for c in res.calls if c["event"] == "free"]
     assert len(frees) == 2 * 3 * 5
     for c in frees:
         assert c["ret"] == 0, c
-        assert within(c["host_freed_bytes"], 8 * MIB, 2), c
+        assert within(c["host_freed_bytes"], 16 * MIB, 2), c
     assert res.totals["unfreed"] == 0, res.totals
     assert res.totals["unmatched_frees"] == 0, res.totals
     for row in res.summary:
@@ -144,7 +147,7 @@ def test_nested_calls_charged_once(env):
 
 def test_managed_pages_outside_the_call(env):
     """Managed memory takes nothing at the call; pages come on first touch."""
-    res = env.trace([env.alloc_mix, "-t", "1", "-n", "3", "-s", "8M", "-a", "managed", "-F"])
+    res = env.trace([env.alloc_mix, "-t", "1", "-n", "3", "-s", "32M", "-a", "managed", "-F"])
     assert res.rc == 0, res
     calls = res.calls_of("cuMemAllocManaged")
     assert len(calls) == 3
@@ -152,8 +155,8 @@ def test_managed_pages_outside_the_call(env):
         assert c["host_bytes"] < 64 * 1024, c
     frees = res.calls_of("cuMemFree_v2")
     assert len(frees) == 3
-    for c in frees:    # half was touched
-        assert within(c["host_freed_bytes"], 4 * MIB, 2), c
+    for c in frees:    # half was touched (see test_frees_credited on the 2%)
+        assert within(c["host_freed_bytes"], 16 * MIB, 2), c
 
 
 def test_exit_releases_everything(env):
