@@ -181,6 +181,7 @@ uint32_t callsites__add(struct callsites *cs, const struct umt_call_rec *r,
 		s->size_bytes += r->size;
 		s->held_count++;
 		s->held_host += r->pages_taken * page_size;
+		s->held_size += r->size;
 	}
 	return s->id;
 }
@@ -193,7 +194,7 @@ struct callsite *callsites__get(const struct callsites *cs, uint32_t id)
 }
 
 void callsites__release(struct callsites *cs, uint32_t id, uint64_t host_bytes,
-			bool at_exit)
+			uint64_t size, bool at_exit)
 {
 	struct callsite *s = callsites__get(cs, id);
 
@@ -201,6 +202,7 @@ void callsites__release(struct callsites *cs, uint32_t id, uint64_t host_bytes,
 		return;
 	s->held_count--;
 	s->held_host -= host_bytes;
+	s->held_size -= size;
 	if (!at_exit)
 		return;
 	s->exit_count++;

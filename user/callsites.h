@@ -27,6 +27,7 @@ struct callsite {
 	uint64_t host_taken;
 	uint64_t held_count;	/* its allocations still outstanding */
 	uint64_t held_host;
+	uint64_t held_size;	/* GPU bytes of its allocations still outstanding */
 	uint64_t exit_count;	/* never freed: released when the process exited */
 	uint64_t exit_host;
 	uint64_t first_ns, last_ns;
@@ -50,7 +51,7 @@ uint32_t callsites__add(struct callsites *cs, const struct umt_call_rec *r,
 struct callsite *callsites__get(const struct callsites *cs, uint32_t id);
 /* An allocation of site id left the table: freed, or its process exited. */
 void callsites__release(struct callsites *cs, uint32_t id, uint64_t host_bytes,
-			bool at_exit);
+			uint64_t size, bool at_exit);
 /* Sites by host bytes taken, most first; the caller frees the array. */
 struct callsite **callsites__sorted(const struct callsites *cs);
 void callsites__free(struct callsites *cs);

@@ -196,7 +196,7 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 
 static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
 {
-	callsites__release(ctx, e->site, e->host_bytes, at_exit);
+	callsites__release(ctx, e->site, e->host_bytes, e->size, at_exit);
 }
 
 static const struct session_ops report_ops = {
@@ -230,18 +230,29 @@ static double per_hour(uint64_t bytes, uint64_t span_ns)
 	return (double)bytes * 3600e9 / (double)span_ns;
 }
 
+/* A site ends in one entry point, so its allocations are of one class. */
+static uint64_t site_holds(const struct report *rp, const struct callsite *c)
+{
+	const struct cuda_api *api = cuda_api__get(c->api);
+
+	if (!api || api->is_free)
+		return 0;
+	return platform__holds(&rp->summary.platform, api->class, c->held_size, c->held_host);
+}
+
 static void print_site_text(const struct report *rp, const struct callsite *c,
 			    size_t rank, uint64_t span_ns)
 {
-	char b[5][16];
+	char b[6][16];
 	size_t i;
 
 	printf("#%zu %s: %llu calls, %s requested, %s host taken, %s host still held "
-	       "(%llu allocations), +%s/h",
+	       "(%s by the cost model, %llu allocations), +%s/h",
 	       rank, cuda_api__name(c->api), (unsigned long long)c->calls,
 	       fmt_bytes(c->size_bytes, b[0], sizeof(b[0])),
 	       fmt_bytes(c->host_taken, b[1], sizeof(b[1])),
 	       fmt_bytes(c->held_host, b[2], sizeof(b[2])),
+	       fmt_bytes(site_holds(rp, c), b[5], sizeof(b[5])),
 	       (unsigned long long)c->held_count,
 	       fmt_bytes((uint64_t)per_hour(c->held_host, span_ns), b[3], sizeof(b[3])));
 	if (c->exit_count)
@@ -251,10 +262,10 @@ static void print_site_text(const struct report *rp, const struct callsite *c,
 	printf("  [%s, pid %u%s]\n", c->comm, c->pids[0], c->n_pids > 1 ? " and others" : "");
 	for (i = 0; i < c->n_frames; i++)
 		printf("    %s\n", c->frames[i]);
-	(void)rp;
 }
 
-static void print_site_json(const struct callsite *c, size_t rank, uint64_t span_ns)
+static void print_site_json(const struct report *rp, const struct callsite *c,
+			    size_t rank, uint64_t span_ns)
 {
 	size_t i;
 
@@ -265,12 +276,14 @@ static void print_site_json(const struct callsite *c, size_t rank, uint64_t span
 	for (i = 0; i < c->n_pids; i++)
 		printf("%s%u", i ? "," : "", c->pids[i]);
 	printf("],\"calls\":%llu,\"failed\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
-	       "\"held\":%llu,\"held_host_bytes\":%llu,\"freed_at_exit\":%llu,"
+	       "\"held\":%llu,\"held_host_bytes\":%llu,\"holds_host_bytes\":%llu,"
+	       "\"freed_at_exit\":%llu,"
 	       "\"freed_at_exit_host_bytes\":%llu,\"growth_bytes_per_hour\":%.0f,"
 	       "\"stack\":[",
 	       (unsigned long long)c->calls, (unsigned long long)c->failed,
 	       (unsigned long long)c->size_bytes, (unsigned long long)c->host_taken,
 	       (unsigned long long)c->held_count, (unsigned long long)c->held_host,
+	       (unsigned long long)site_holds(rp, c),
 	       (unsigned long long)c->exit_count, (unsigned long long)c->exit_host,
 	       per_hour(c->held_host, span_ns));
 	for (i = 0; i < c->n_frames; i++) {
@@ -293,7 +306,7 @@ static void print_report(struct report *rp)
 	session__stats(&rp->session, &st);
 	for (i = 0; i < rp->sites.n; i++) {
 		if (rp->json)
-			print_site_json(v[i], i + 1, span);
+			print_site_json(rp, v[i], i + 1, span);
 		else
 			print_site_text(rp, v[i], i + 1, span);
 	}
@@ -346,6 +359,7 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	summary__init(&rp.summary, rp.page_size);
+	platform__init(&rp.summary.platform, rp.ao.platform);
 	callsites__init(&rp.sites, MAX_SITES);
 	rp.summary.on_release = on_release;
 	rp.summary.release_ctx = &rp.sites;

@@ -64,4 +64,5 @@ def test_report_duration_sees_held_memory(env):
     s = sites[0]
     assert s["held"] == 2 and abs(s["held_host_bytes"] - 16 * MIB) <= 16 * MIB * 0.02, s
     assert s["growth_bytes_per_hour"] > 0, s
+    assert s["holds_host_bytes"] == 16 * MIB, s    # pinned memory holds its size
     job.wait(timeout=30)

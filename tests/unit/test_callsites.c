@@ -53,9 +53,10 @@ static void test_aggregate_by_names(void)
 	CHECK_EQ(callsites__get(&cs, a)->calls, 2, "calls");
 	CHECK_EQ(callsites__get(&cs, a)->host_taken, 30 * 4096, "host");
 	CHECK_EQ(callsites__get(&cs, a)->n_pids, 2, "pids");
-	callsites__release(&cs, a, 10 * 4096, false);
-	callsites__release(&cs, a, 20 * 4096, true);
+	callsites__release(&cs, a, 10 * 4096, 10 * 4096, false);
+	callsites__release(&cs, a, 20 * 4096, 20 * 4096, true);
 	CHECK_EQ(callsites__get(&cs, a)->held_host, 0, "released");
+	CHECK_EQ(callsites__get(&cs, a)->held_size, 0, "size released");
 	CHECK_EQ(callsites__get(&cs, a)->exit_count, 1, "one at exit");
 	v = callsites__sorted(&cs);
 	CHECK(v && v[0]->id == a && v[1]->id == c, "order", "by host bytes");
