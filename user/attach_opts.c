@@ -116,6 +116,18 @@ void attach_opts__usage(FILE *f)
 "  -v, --verbose            say what is found and attached, show libbpf's log\n");
 }
 
+int attach_opts__bad_option(const char *cmd, int opt, char **argv)
+{
+	if (opt == ':')
+		elog("%s: option '%s' needs a value", cmd, argv[optind - 1]);
+	else if (optopt)
+		elog("%s: unknown option '-%c'; see 'umtrace %s --help'", cmd, optopt, cmd);
+	else
+		elog("%s: unknown option '%s'; see 'umtrace %s --help'", cmd,
+		     argv[optind - 1], cmd);
+	return -EINVAL;
+}
+
 bool attach_opts__has_pid(const struct attach_opts *o, uint32_t pid)
 {
 	size_t i;

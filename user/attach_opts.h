@@ -46,6 +46,11 @@ void attach_opts__init(struct attach_opts *o);
 /* 1 if opt was one of ours, 0 if not, -EINVAL after printing why. */
 int attach_opts__parse(struct attach_opts *o, int opt, const char *arg);
 void attach_opts__usage(FILE *f);
+/*
+ * getopt_long() returned ':' or '?' (opterr = 0, optstring starting with
+ * ':'): say so in one line for subcommand cmd. Returns -EINVAL.
+ */
+int attach_opts__bad_option(const char *cmd, int opt, char **argv);
 bool attach_opts__has_pid(const struct attach_opts *o, uint32_t pid);
 void attach_opts__free(struct attach_opts *o);
 

@@ -110,16 +110,8 @@ static int parse_args(struct report *rp, int argc, char **argv)
 		case 'h':
 			report_usage(stdout);
 			return 1;
-		case ':':
-			elog("report: option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			if (optopt)
-				elog("report: unknown option '-%c'; see 'umtrace report --help'", optopt);
-			else
-				elog("report: unknown option '%s'; see 'umtrace report --help'",
-				     argv[optind - 1]);
-			return -EINVAL;
+			return attach_opts__bad_option("report", opt, argv);
 		}
 	}
 	if (optind < argc)

@@ -136,15 +136,8 @@ static int parse_args(struct top *t, int argc, char **argv)
 		case 'h':
 			top_usage(stdout);
 			return 1;
-		case ':':
-			elog("top: option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			if (optopt)
-				elog("top: unknown option '-%c'; see 'umtrace top --help'", optopt);
-			else
-				elog("top: unknown option '%s'; see 'umtrace top --help'", argv[optind - 1]);
-			return -EINVAL;
+			return attach_opts__bad_option("top", opt, argv);
 		}
 	}
 	if (optind < argc) {

@@ -70,16 +70,8 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		case 'h':
 			trace_usage(stdout);
 			return 1;
-		case ':':
-			elog("trace: option '%s' needs a value", argv[optind - 1]);
-			return -EINVAL;
 		default:
-			if (optopt)
-				elog("trace: unknown option '-%c'; see 'umtrace trace --help'", optopt);
-			else
-				elog("trace: unknown option '%s'; see 'umtrace trace --help'",
-				     argv[optind - 1]);
-			return -EINVAL;
+			return attach_opts__bad_option("trace", opt, argv);
 		}
 	}
 	if (optind < argc)
