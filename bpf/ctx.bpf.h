@@ -11,6 +11,7 @@
  * (__GFP_IO, __GFP_FS, __GFP_DIRECT_RECLAIM): the same values from Linux
  * 4.4 to 6.18, where they became an anonymous enum CO-RE cannot name.
  */
+#define UMT_GFP_MOVABLE		0x08U	/* user data pages; page tables are not */
 #define UMT_GFP_IO		0x40U
 #define UMT_GFP_FS		0x80U
 #define UMT_GFP_DIRECT_RECLAIM	0x400U

@@ -59,6 +59,7 @@ struct window {
 	__u64 pages_taken;
 	__u64 pages_freed;
 	__u64 args[5];		/* argument registers at entry */
+	__u64 fault_base;	/* managed allocation the last CPU fault hit, 0: none */
 	__u32 depth;		/* > 1 while libcuda calls itself */
 	__u32 stack_len;
 	char comm[TASK_COMM_LEN];
@@ -85,6 +86,56 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } traced_pids SEC(".maps");
+
+/*
+ * Managed memory gets its pages on CPU faults after the call. Each live
+ * managed allocation is found by 2 MiB chunk of its address range; the
+ * fault hook marks the faulting thread, and the thread's next user data
+ * page is charged to the allocation.
+ */
+#define MANAGED_CHUNK_SHIFT 21
+#define MANAGED_MAX_CHUNKS 4096		/* 8 GiB indexed per allocation */
+
+struct managed_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;		/* chunk number, or the allocation's base */
+};
+
+struct managed_alloc {
+	__u64 size;
+	__u64 pages;		/* faulted in since the call */
+};
+
+/*
+ * The allocations a 2 MiB chunk belongs to: two, so that one ending and
+ * the next starting inside the same chunk are both found. A third small
+ * one sharing the chunk goes unindexed.
+ */
+struct managed_chunk {
+	__u64 base[2];
+};
+
+/*
+ * Plain hashes: an LRU hash may evict entries long before it is full (its
+ * free lists are per CPU), which lost whole chunks of ranges here.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct managed_key);
+	__type(value, struct managed_chunk);
+} managed_chunks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct managed_key);
+	__type(value, struct managed_alloc);
+} managed_allocs SEC(".maps");
+
+__s64 managed_live;	/* live managed allocations: the fault hook's gate */
+__s64 faults_pending;	/* threads with a managed fault not yet charged */
 
 /* Processes that made a GPU call (tgid -> 1): their exit is reported. */
 struct {
@@ -161,15 +212,120 @@ static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
 	return v;
 }
 
+struct chunk_ctx {
+	struct managed_key k;
+	__u64 first;		/* chunk number of the allocation's base */
+	__u64 base;
+	bool add;
+};
+
+static void chunk_add(struct managed_key *k, __u64 base)
+{
+	struct managed_chunk *c, fresh = { .base = { base, 0 } };
+
+	c = bpf_map_lookup_elem(&managed_chunks, k);
+	if (!c) {
+		if (!bpf_map_update_elem(&managed_chunks, k, &fresh, BPF_NOEXIST))
+			return;
+		/* Another thread indexed the same chunk first. */
+		c = bpf_map_lookup_elem(&managed_chunks, k);
+		if (!c)
+			return;
+	}
+	if (!c->base[0])
+		c->base[0] = base;
+	else if (!c->base[1])
+		c->base[1] = base;
+}
+
+static void chunk_remove(struct managed_key *k, __u64 base)
+{
+	struct managed_chunk *c = bpf_map_lookup_elem(&managed_chunks, k);
+
+	if (!c)
+		return;
+	if (c->base[0] == base)
+		c->base[0] = 0;
+	if (c->base[1] == base)
+		c->base[1] = 0;
+	if (!c->base[0] && !c->base[1])
+		bpf_map_delete_elem(&managed_chunks, k);
+}
+
+/* One 2 MiB chunk of a managed range in or out of the index. */
+static long chunk_step(__u32 i, struct chunk_ctx *c)
+{
+	c->k.addr = c->first + i;
+	if (c->add)
+		chunk_add(&c->k, c->base);
+	else
+		chunk_remove(&c->k, c->base);
+	return 0;
+}
+
+/* bpf_loop: a range of thousands of chunks would be too much to unroll. */
+static __always_inline void index_chunks(__u32 tgid, __u64 base, __u64 size, bool add)
+{
+	struct chunk_ctx c = {
+		.k = { .tgid = tgid },
+		.first = base >> MANAGED_CHUNK_SHIFT,
+		.base = base,
+		.add = add,
+	};
+	__u64 n = ((base + size - 1) >> MANAGED_CHUNK_SHIFT) - c.first + 1;
+
+	bpf_loop(n < MANAGED_MAX_CHUNKS ? n : MANAGED_MAX_CHUNKS, chunk_step, &c, 0);
+}
+
+static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size)
+{
+	struct managed_key k = { .tgid = tgid, .addr = base };
+	struct managed_alloc a = { .size = size };
+
+	if (!base || !size)
+		return;
+	bpf_map_update_elem(&managed_allocs, &k, &a, BPF_ANY);
+	index_chunks(tgid, base, size, true);
+	__sync_fetch_and_add(&managed_live, 1);
+}
+
+/* A free of a managed allocation: forget it, return its faulted pages. */
+static __always_inline __u64 managed_unregister(__u32 tgid, __u64 base)
+{
+	struct managed_key k = { .tgid = tgid, .addr = base };
+	struct managed_alloc *a;
+	__u64 pages, size;
+
+	a = bpf_map_lookup_elem(&managed_allocs, &k);
+	if (!a)
+		return 0;
+	pages = a->pages;
+	size = a->size;
+	bpf_map_delete_elem(&managed_allocs, &k);
+	index_chunks(tgid, base, size, false);
+	__sync_fetch_and_add(&managed_live, -1);
+	return pages;
+}
+
 /* Close the thread's outermost window and send its record. */
 static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 {
 	struct umt_call_rec *r;
 	__u64 id = bpf_get_current_pid_tgid();
 
+	__u64 handle = w->handle, faulted = 0;
+	bool ok = end == UMT_END_RETURNED && ret == 0;
+
 	w->depth = 0;
 	__sync_fetch_and_add(&open_windows, -1);
 	__sync_fetch_and_add(&rec_total, 1);
+	if (ok && w->out_ptr)
+		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);
+	/* Kept whether or not the record finds room in the ring buffer. */
+	if (ok && (w->cookie & UMT_CK_MANAGED))
+		managed_register(id >> 32, handle, w->size);
+	if (ok && (w->cookie & UMT_CK_FREE) && READ_ONCE(managed_live))
+		faulted = managed_unregister(id >> 32, handle);
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {
@@ -184,10 +340,8 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	r->tid = (__u32)id;
 	r->size = w->size;
 	r->flags = w->flags;
-	r->handle = w->handle;
-	if (end == UMT_END_RETURNED && ret == 0 && w->out_ptr)
-		r->handle = read_user_handle(w->out_ptr,
-					     w->cookie & UMT_CK_HANDLE32);
+	r->handle = handle;
+	r->faulted_pages = faulted;
 	r->aux = w->aux;
 	r->ret = ret;
 	r->end = end;
@@ -417,16 +571,75 @@ static __always_inline struct window *current_window(void)
 	return w;
 }
 
+/*
+ * The thread faulted on managed memory: its next user data page (page
+ * tables are not movable, user pages are) is that fault's page.
+ */
+static __always_inline void charge_fault(struct window *w, unsigned int order,
+					 unsigned int gfp)
+{
+	struct managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct managed_alloc *a;
+
+	if (!(gfp & UMT_GFP_MOVABLE))
+		return;
+	k.addr = w->fault_base;
+	w->fault_base = 0;
+	__sync_fetch_and_add(&faults_pending, -1);
+	a = bpf_map_lookup_elem(&managed_allocs, &k);
+	if (a)
+		__sync_fetch_and_add(&a->pages, 1ULL << order);
+}
+
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
 	struct window *w;
 
+	if (!READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
+		return 0;
 	if (!page || !umt_gfp_from_task(gfp))
 		return 0;
-	w = current_window();
-	if (w)
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (!w)
+		return 0;
+	if (w->depth)
 		w->pages_taken += 1ULL << order;
+	else if (w->fault_base)
+		charge_fault(w, order, gfp);
+	return 0;
+}
+
+/* x86 only: arm64 has no tracepoint that gives a user fault's address. */
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(managed_fault, unsigned long address)
+{
+	struct managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct managed_chunk *chunk;
+	struct managed_alloc *a;
+	struct window *w;
+
+	if (!READ_ONCE(managed_live))
+		return 0;
+	k.addr = address >> MANAGED_CHUNK_SHIFT;
+	chunk = bpf_map_lookup_elem(&managed_chunks, &k);
+	if (!chunk)
+		return 0;
+	k.addr = chunk->base[0];
+	a = bpf_map_lookup_elem(&managed_allocs, &k);
+	if (!a || address - k.addr >= a->size) {
+		k.addr = chunk->base[1];
+		a = bpf_map_lookup_elem(&managed_allocs, &k);
+		if (!a || address - k.addr >= a->size)
+			return 0;
+	}
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w)
+		return 0;
+	if (!w->fault_base)
+		__sync_fetch_and_add(&faults_pending, 1);
+	w->fault_base = k.addr;
 	return 0;
 }
 
@@ -449,11 +662,46 @@ static __always_inline void close_on(struct task_struct *task, __u32 end)
 {
 	struct window *w;
 
-	if (!READ_ONCE(open_windows))
+	if (!READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
 		return;
 	w = bpf_task_storage_get(&windows, task, 0, 0);
-	if (w && w->depth)
+	if (!w)
+		return;
+	if (w->fault_base) {
+		w->fault_base = 0;
+		__sync_fetch_and_add(&faults_pending, -1);
+	}
+	if (w->depth)
 		close_window(w, end, 0);
+}
+
+/*
+ * Callbacks change nothing in their context: the verifier walks callback
+ * iterations until their states converge, and a counter there never does.
+ */
+static long forget_managed_alloc(struct bpf_map *map, struct managed_key *k,
+				 void *value, __u32 *tgid)
+{
+	if (k->tgid == *tgid && !bpf_map_delete_elem(map, k))
+		__sync_fetch_and_add(&managed_live, -1);
+	return 0;
+}
+
+static long forget_managed_chunk(struct bpf_map *map, struct managed_key *k,
+				 void *value, __u32 *tgid)
+{
+	if (k->tgid == *tgid)
+		bpf_map_delete_elem(map, k);
+	return 0;
+}
+
+/* Managed memory the process never freed goes with it. */
+static __always_inline void forget_managed(__u32 tgid)
+{
+	if (!READ_ONCE(managed_live))
+		return;
+	bpf_for_each_map_elem(&managed_allocs, forget_managed_alloc, &tgid, 0);
+	bpf_for_each_map_elem(&managed_chunks, forget_managed_chunk, &tgid, 0);
 }
 
 static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgid)
@@ -462,6 +710,7 @@ static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgi
 
 	if (bpf_map_delete_elem(&gpu_procs, &tgid))
 		return;	/* made no GPU call */
+	forget_managed(tgid);
 	__sync_fetch_and_add(&rec_total, 1);
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
 	if (!r) {

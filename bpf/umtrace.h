@@ -56,6 +56,7 @@ enum umt_call_end {
  *   bit  32      the call frees (else it allocates or maps)
  *   bit  33      handles are 32-bit (legacy v1 entry points)
  *   bit  34      size argument is 32-bit (legacy v1 entry points)
+ *   bit  35      the call allocates managed memory
  * An argument index of UMT_ARG_NONE means "not present".
  */
 #define UMT_ARG_NONE 0xf
@@ -69,6 +70,7 @@ enum umt_call_end {
 #define UMT_CK_FREE		(1ULL << 32)
 #define UMT_CK_HANDLE32		(1ULL << 33)
 #define UMT_CK_SIZE32		(1ULL << 34)
+#define UMT_CK_MANAGED		(1ULL << 35)	/* pages come later, on CPU faults */
 
 struct umt_call_rec {
 	__u32 type;		/* UMT_REC_CALL */
@@ -85,6 +87,11 @@ struct umt_call_rec {
 	__u32 end;		/* enum umt_call_end */
 	__u64 pages_taken;	/* host pages allocated by the thread in the call */
 	__u64 pages_freed;	/* host pages freed by the thread in the call */
+	/*
+	 * A free of managed memory: host pages CPU faults brought into the
+	 * allocation between its call and this free (x86: page_fault_user).
+	 */
+	__u64 faulted_pages;
 	__u32 is_free;		/* the call releases memory */
 	__u32 stack_len;	/* valid bytes in stack[] */
 	char comm[TASK_COMM_LEN];	/* the calling thread's */

@@ -38,7 +38,7 @@ static const struct cuda_api apis[UMT_API__COUNT] = {
 	      UMT_CK_HANDLE32 | UMT_CK_SIZE32),
 	/* cuMemAllocManaged(CUdeviceptr *, size_t, unsigned int flags) */
 	ALLOC(UMT_API_MEM_ALLOC_MANAGED, "cuMemAllocManaged", UMT_SPACE_DPTR,
-	      UMT_CLASS_MANAGED, 0, N, 1, N, 2, N, 0),
+	      UMT_CLASS_MANAGED, 0, N, 1, N, 2, N, UMT_CK_MANAGED),
 	/* cuMemAllocHost_v2(void **pp, size_t bytesize) */
 	ALLOC(UMT_API_MEM_ALLOC_HOST_V2, "cuMemAllocHost_v2", UMT_SPACE_HOSTPTR,
 	      UMT_CLASS_PINNED, 0, N, 1, N, N, N, 0),

@@ -15,6 +15,13 @@
 #include "umtrace.skel.h"
 #include "uprobe_multi.h"
 
+/* Only x86 has a tracepoint that gives a user page fault's address. */
+#if defined(__x86_64__)
+#define HAVE_FAULT_ADDRESS_TRACEPOINT true
+#else
+#define HAVE_FAULT_ADDRESS_TRACEPOINT false
+#endif
+
 #define CAP_SYS_ADMIN_BIT	21
 #define CAP_PERFMON_BIT		38
 #define CAP_BPF_BIT		39
@@ -108,6 +115,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	if (cfg->batch_wakeups)
 		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
+	bpf_program__set_autoload(skel->progs.managed_fault, HAVE_FAULT_ADDRESS_TRACEPOINT);
 	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
 	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);
 

@@ -159,6 +159,25 @@ def test_managed_pages_outside_the_call(env):
         assert within(c["host_freed_bytes"], 16 * MIB, 2), c
 
 
+def test_managed_first_touch_charged_back(env):
+    """Pages CPU faults bring into managed memory after the call are charged
+    back to the allocation that owns the address (x86: page_fault_user):
+    at least 95% of the half the workload touches, and nothing more."""
+    import platform
+    if platform.machine() != "x86_64":
+        raise Skip("only x86 has a tracepoint with the fault address")
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "32M", "-a", "managed", "-F"])
+    assert res.rc == 0, res
+    assert res.truth["managed_touched_bytes"] == 2 * 3 * 16 * MIB, res.truth
+    frees = res.calls_of("cuMemFree_v2")
+    assert len(frees) == 6
+    for c in frees:
+        assert 0.95 * 16 * MIB <= c["faulted_bytes"] <= 1.02 * 16 * MIB, c
+    # Other allocations know nothing of faults.
+    res = env.trace([env.alloc_mix, "-n", "2", "-s", "8M", "-a", "alloc", "-F"])
+    assert all(c["faulted_bytes"] == 0 for c in res.calls), res.calls
+
+
 def test_exit_releases_everything(env):
     """Allocations never freed are released when their process exits."""
     res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "4M",
