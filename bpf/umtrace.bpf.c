@@ -34,6 +34,11 @@ const volatile __u32 ustack_bytes = 0;
  * than everything else umtrace does per call.
  */
 const volatile __u64 wakeup_bytes = 0;
+/*
+ * Count the pages processes that made GPU calls take outside them: a hash
+ * lookup on every page the host allocates, so only top asks for it.
+ */
+const volatile bool count_outside = false;
 
 /*
  * Windows open right now, host-wide. The page hooks read it first so that
@@ -137,12 +142,20 @@ struct {
 __s64 managed_live;	/* live managed allocations: the fault hook's gate */
 __s64 faults_pending;	/* threads with a managed fault not yet charged */
 
-/* Processes that made a GPU call (tgid -> 1): their exit is reported. */
+/*
+ * Processes that made a GPU call: their exit is reported, and with
+ * count_outside the host pages they take and free outside GPU calls.
+ */
+struct gpu_proc {
+	__u64 outside_alloc;	/* pages */
+	__u64 outside_freed;
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, struct gpu_proc);
 } gpu_procs SEC(".maps");
 
 struct proc_pages {
@@ -489,10 +502,10 @@ static __always_inline struct umt_ustack_rec *ustack_reserve(struct pt_regs *ctx
 
 static __always_inline void note_gpu_proc(__u32 tgid)
 {
-	__u8 one = 1;
+	struct gpu_proc zero = {};
 
 	if (!bpf_map_lookup_elem(&gpu_procs, &tgid))
-		bpf_map_update_elem(&gpu_procs, &tgid, &one, BPF_ANY);
+		bpf_map_update_elem(&gpu_procs, &tgid, &zero, BPF_NOEXIST);
 }
 
 SEC("uprobe")
@@ -575,14 +588,11 @@ static __always_inline struct window *current_window(void)
  * The thread faulted on managed memory: its next user data page (page
  * tables are not movable, user pages are) is that fault's page.
  */
-static __always_inline void charge_fault(struct window *w, unsigned int order,
-					 unsigned int gfp)
+static __always_inline void charge_fault(struct window *w, unsigned int order)
 {
 	struct managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct managed_alloc *a;
 
-	if (!(gfp & UMT_GFP_MOVABLE))
-		return;
 	k.addr = w->fault_base;
 	w->fault_base = 0;
 	__sync_fetch_and_add(&faults_pending, -1);
@@ -591,22 +601,36 @@ static __always_inline void charge_fault(struct window *w, unsigned int order,
 		__sync_fetch_and_add(&a->pages, 1ULL << order);
 }
 
+static __always_inline void count_outside_call(__u64 pages, bool freed)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct gpu_proc *p = bpf_map_lookup_elem(&gpu_procs, &tgid);
+
+	if (!p)
+		return;
+	if (freed)
+		__sync_fetch_and_add(&p->outside_freed, pages);
+	else
+		__sync_fetch_and_add(&p->outside_alloc, pages);
+}
+
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
-	struct window *w;
+	struct window *w = NULL;
 
-	if (!READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
+	if (!count_outside && !READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
 		return 0;
 	if (!page || !umt_gfp_from_task(gfp))
 		return 0;
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
-	if (!w)
-		return 0;
-	if (w->depth)
+	if (READ_ONCE(open_windows) || READ_ONCE(faults_pending))
+		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (w && w->depth)
 		w->pages_taken += 1ULL << order;
-	else if (w->fault_base)
-		charge_fault(w, order, gfp);
+	else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE))
+		charge_fault(w, order);
+	else if (count_outside)
+		count_outside_call(1ULL << order, false);
 	return 0;
 }
 
@@ -655,6 +679,8 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 
 	if (w)
 		w->pages_freed += 1ULL << order;
+	else if (count_outside)
+		count_outside_call(1ULL << order, true);
 	return 0;
 }
 

@@ -112,6 +112,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	skel->rodata->ustack_bytes = cfg->ustack_bytes < UMT_USTACK_MAX ?
 				     cfg->ustack_bytes : UMT_USTACK_MAX;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
+	skel->rodata->count_outside = cfg->count_outside;
 	if (cfg->batch_wakeups)
 		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
@@ -301,6 +302,19 @@ int probes__add_pid(struct probes *p, pid_t pid)
 	if (bpf_map__update_elem(p->skel->maps.traced_pids, &key, sizeof(key),
 				 &one, sizeof(one), BPF_ANY))
 		return -errno;
+	return 0;
+}
+
+int probes__outside_pages(const struct probes *p, uint32_t pid,
+			  uint64_t *taken, uint64_t *freed)
+{
+	uint64_t v[2];	/* struct gpu_proc in the BPF object */
+
+	if (bpf_map__lookup_elem(p->skel->maps.gpu_procs, &pid, sizeof(pid),
+				 v, sizeof(v), 0))
+		return -errno;
+	*taken = v[0];
+	*freed = v[1];
 	return 0;
 }
 

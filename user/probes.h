@@ -20,6 +20,7 @@ struct probe_cfg {
 	bool proc_pages;	/* no libcuda: count host pages per process */
 	uint32_t ustack_bytes;	/* raw stack per GPU call for DWARF unwinding, 0: none */
 	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
+	bool count_outside;	/* host pages GPU processes take outside calls */
 };
 
 struct probes {
@@ -45,6 +46,9 @@ int probes__attach_kernel(struct probes *p);
 /* Attach to every probed symbol the library defines; returns how many. */
 int probes__attach_lib(struct probes *p, const char *path);
 int probes__add_pid(struct probes *p, pid_t pid);
+/* Host pages pid took and freed outside GPU calls (count_outside). */
+int probes__outside_pages(const struct probes *p, uint32_t pid,
+			  uint64_t *taken, uint64_t *freed);
 int probes__events_fd(const struct probes *p);
 int probes__proc_pages_fd(const struct probes *p);
 void probes__stats(const struct probes *p, struct probe_stats *st);

@@ -208,6 +208,7 @@ static int load_and_attach(struct session *s)
 		/* Nobody to unwind them: keep them out of the ring buffer. */
 		.ustack_bytes = s->ops->on_ustack ? s->ustack_bytes : 0,
 		.batch_wakeups = s->batch_wakeups,
+		.count_outside = s->count_outside,
 	};
 	size_t i;
 	int err;

@@ -43,6 +43,7 @@ struct session {
 	 * subcommands that must read a process's maps while it is alive.
 	 */
 	bool batch_wakeups;
+	bool count_outside;		/* see struct probe_cfg */
 	/* state */
 	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	struct probes probes;

@@ -50,6 +50,8 @@ struct top {
 struct top_row {
 	struct summary_proc p;
 	uint64_t holds;		/* host bytes by the platform's cost model */
+	int64_t outside;	/* host bytes taken outside GPU calls, net */
+	bool outside_known;
 	double growth_per_h;	/* host bytes per hour, NAN-free: 0 if unknown */
 	bool growth_known;
 };
@@ -62,8 +64,9 @@ void top_usage(FILE *f)
 "Live view of the host memory held by GPU allocations, one row per process:\n"
 "GPU memory still allocated, the host memory those allocations hold by the\n"
 "platform's cost model (see --platform) and the host pages seen taken in\n"
-"their calls, and how fast what they hold grows. Only allocations made\n"
-"while top runs are seen.\n"
+"their calls, the host memory the process took outside GPU calls since\n"
+"top started (net of frees), and how fast what the allocations hold grows.\n"
+"Only allocations made while top runs are seen.\n"
 "Quit with q or Ctrl-C.\n"
 "\n"
 "Options:\n"
@@ -262,6 +265,27 @@ static void print_header(struct top *t, FILE *f)
 	fprintf(f, "platform %.70s\n", platform__describe(&t->summary.platform, why, sizeof(why)));
 }
 
+static void outside_of(struct top *t, struct top_row *row)
+{
+	uint64_t taken, freed;
+
+	if (probes__outside_pages(&t->session.probes, row->p.pid, &taken, &freed))
+		return;
+	row->outside = ((int64_t)taken - (int64_t)freed) * (int64_t)t->summary.page_size;
+	row->outside_known = true;
+}
+
+static const char *fmt_signed(int64_t v, bool known, char *buf, size_t len)
+{
+	char b[16];
+
+	if (!known)
+		return "-";
+	snprintf(buf, len, "%s%s", v < 0 ? "-" : "",
+		 fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b)));
+	return buf;
+}
+
 static struct top_row *collect_rows(struct top *t, size_t *n)
 {
 	struct summary_proc *procs;
@@ -282,6 +306,7 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 			continue;
 		rows[k].p = procs[i];
 		rows[k].holds = summary__proc_holds(&t->summary, &procs[i]);
+		outside_of(t, &rows[k]);
 		if (g)
 			rows[k].growth_known = sample_growth(g, ms, rows[k].holds,
 							     &rows[k].growth_per_h);
@@ -294,7 +319,7 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 
 static void render(struct top *t, FILE *f)
 {
-	char b[4][16];
+	char b[5][16];
 	struct top_row *rows;
 	size_t i, n = 0;
 
@@ -306,14 +331,15 @@ static void render(struct top *t, FILE *f)
 		return;
 	row_cmp_sort = t->sort;
 	qsort(rows, n, sizeof(*rows), row_cmp);
-	fprintf(f, "\n%-7s %-15s %9s %9s %9s %10s %7s\n", "PID", "COMM",
-		"GPU HELD", "HOST HOLD", "OBSERVED", "GROWTH/h", "ALLOCS");
+	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s\n", "PID", "COMM",
+		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS");
 	for (i = 0; i < n && i < MAX_ROWS; i++)
-		fprintf(f, "%-7u %-15.15s %9s %9s %9s %10s %7llu\n", rows[i].p.pid,
+		fprintf(f, "%-7u %-12.12s %9s %9s %9s %9s %9s %6llu\n", rows[i].p.pid,
 			rows[i].p.comm,
 			fmt_bytes(rows[i].p.held_gpu, b[0], sizeof(b[0])),
 			fmt_bytes(rows[i].holds, b[1], sizeof(b[1])),
 			fmt_bytes(rows[i].p.held_host, b[3], sizeof(b[3])),
+			fmt_signed(rows[i].outside, rows[i].outside_known, b[4], sizeof(b[4])),
 			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
 			(unsigned long long)rows[i].p.held_count);
 	if (t->batch)
@@ -402,6 +428,7 @@ int cmd_top(int argc, char **argv)
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
 	t.session.batch_wakeups = true;
+	t.session.count_outside = true;
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);
 	if (!err) {

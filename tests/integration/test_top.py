@@ -15,7 +15,8 @@ def parse_rows(text):
         if in_table and line.strip():
             f = line.split()
             rows.append({"pid": int(f[0]), "comm": f[1], "gpu": f[2], "holds": f[3],
-                         "host": f[4], "growth": f[5], "allocs": int(f[6])})
+                         "host": f[4], "outside": f[5], "growth": f[6],
+                         "allocs": int(f[7])})
     return rows
 
 
@@ -169,4 +170,19 @@ def test_top_forced_unified_counts_pooled_memory(env):
     assert "platform unified (--platform)" in out, out
     r = parse_rows(out)[0]
     assert to_bytes(r["holds"]) == 128 * MIB and to_bytes(r["host"]) < MIB, r
+    job.wait(timeout=30)
+
+
+def test_top_outside_gpu_calls(env):
+    """Host memory a GPU job takes outside its GPU calls is its own column."""
+    top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake])
+    assert "probing" in top.stderr.readline()
+    job = env.popen([env.alloc_mix, "-t", "2", "-n", "2", "-s", "8M", "-a", "alloc",
+                     "-m", "64M", "-w", "4000", "-o", "/dev/null"])
+    out, err = top.communicate(timeout=30)
+    assert top.returncode == 0, err
+    r = parse_rows(out)[0]
+    assert r["pid"] == job.pid, out
+    assert 64 * MIB <= to_bytes(r["outside"]) <= 64 * MIB * 1.05, r
+    assert abs(to_bytes(r["host"]) - 32 * MIB) <= 32 * MIB * 0.02, r
     job.wait(timeout=30)

@@ -6,7 +6,7 @@
  * the tracer's per-call records with these counts.
  *
  * usage: alloc_mix [-t THREADS] [-n ITERS] [-s SIZE] [-a API[,API...]]
- *                  [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS]
+ *                  [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS] [-m SIZE]
  *
  * Every thread waits on a barrier, then runs ITERS iterations, each doing
  * every listed API once with SIZE bytes (suffix K, M or G: powers of 1024).
@@ -22,6 +22,9 @@
  * (with "inflight" naming that thread) and calls _exit(0). The tracer must
  * then report that call as ended by exit (UMT_END_EXITED) with SIZE worth
  * of pages taken, and no free for it.
+ *
+ * -m SIZE: once everything is allocated, the threads touch SIZE bytes of
+ * plain anonymous memory between them, outside any GPU call, kept to exit.
  *
  * -w HOLD_MS: once everything is allocated, every thread waits this long
  * before freeing (or exiting, with -k), so a live view can see it held.
@@ -123,6 +126,7 @@ static struct {
 	const char *out;
 	unsigned long start_delay_ms;
 	unsigned long hold_ms;	/* -w: everything live for this long */
+	uint64_t outside_bytes;	/* -m: plain memory touched outside any call */
 } opt = {
 	.threads = 1,
 	.iters = 1,
@@ -494,6 +498,18 @@ static void am_one(struct am_thread *t, int api, unsigned long iter)
 
 static void am_sleep_ms(unsigned long ms);
 
+/* Host pages a job takes outside any GPU call: kept until exit. */
+static void am_touch_outside(uint64_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	madvise(p, len, MADV_NOHUGEPAGE);
+	am_touch((uint64_t)(uintptr_t)p, len);
+}
+
 static void *am_worker(void *arg)
 {
 	struct am_thread *t = arg;
@@ -510,6 +526,8 @@ static void *am_worker(void *arg)
 			am_one(t, opt.apis[a], i);
 	/* everything is live in every thread at this point */
 	pthread_barrier_wait(&am_barrier);
+	if (opt.outside_bytes)
+		am_touch_outside(opt.outside_bytes / opt.threads);
 	if (opt.hold_ms)
 		am_sleep_ms(opt.hold_ms);
 	if (!opt.keep)
@@ -780,7 +798,7 @@ static void am_usage(void)
 
 	fprintf(stderr,
 		"usage: alloc_mix [-t THREADS] [-n ITERS] [-s SIZE] [-a API[,API...]]\n"
-		"                 [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS]\n"
+		"                 [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS] [-m SIZE]\n"
 		"  SIZE takes K, M or G; API is 'all' or one of:");
 	for (a = 0; a < AM_NR_APIS; a++)
 		fprintf(stderr, " %s", am_ops[a].name);
@@ -886,7 +904,7 @@ static void am_parse(int argc, char **argv)
 
 	opt.apis[0] = AM_ALLOC;
 	opt.napis = 1;
-	while ((c = getopt(argc, argv, "t:n:s:a:Fko:xd:w:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:s:a:Fko:xd:w:m:h")) != -1) {
 		switch (c) {
 		case 't':
 			opt.threads = (unsigned int)am_parse_ulong(optarg);
@@ -916,6 +934,10 @@ static void am_parse(int argc, char **argv)
 			break;
 		case 'w':
 			opt.hold_ms = am_parse_ulong(optarg);
+			break;
+		case 'm':
+			if (am_parse_size(optarg, &opt.outside_bytes))
+				am_usage();
 			break;
 		case 'd':
 			opt.start_delay_ms = am_parse_ulong(optarg);
