@@ -82,6 +82,9 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 		}
 		o->ringbuf_bytes = v;
 		return 1;
+	case OPT_MANAGED_FAULTS:
+		o->managed_faults = true;
+		return 1;
 	case OPT_PLATFORM:
 		if (platform__parse(arg, &o->platform)) {
 			elog("invalid --platform '%s': expected unified, discrete or auto", arg);
@@ -113,6 +116,9 @@ void attach_opts__usage(FILE *f)
 "                           Jetson: device memory is host RAM), discrete,\n"
 "                           or auto (default: the driver, then what device\n"
 "                           allocations are seen to take)\n"
+"      --managed-faults     charge the pages CPU faults bring into managed\n"
+"                           memory to their allocation (x86 only; hooks every\n"
+"                           user page fault on the host, so it is opt-in)\n"
 "  -v, --verbose            say what is found and attached, show libbpf's log\n");
 }
 

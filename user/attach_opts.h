@@ -18,6 +18,7 @@ enum {
 	OPT_RINGBUF,
 	OPT_RESCAN,
 	OPT_PLATFORM,
+	OPT_MANAGED_FAULTS,
 	OPT_ATTACH__LAST,	/* subcommands number their own options after it */
 };
 
@@ -28,6 +29,7 @@ enum {
 	{ "ringbuf-size", required_argument, NULL, OPT_RINGBUF },	\
 	{ "rescan", required_argument, NULL, OPT_RESCAN },		\
 	{ "platform", required_argument, NULL, OPT_PLATFORM },		\
+	{ "managed-faults", no_argument, NULL, OPT_MANAGED_FAULTS },	\
 	{ "verbose", no_argument, NULL, 'v' }
 
 #define ATTACH_MAX_PIDS 64
@@ -40,6 +42,7 @@ struct attach_opts {
 	uint64_t ringbuf_bytes;
 	uint64_t rescan_ms;	/* 0: never look for new libcuda files */
 	enum platform platform;	/* the host cost model, or auto */
+	bool managed_faults;	/* hook every user page fault (x86) */
 };
 
 void attach_opts__init(struct attach_opts *o);

@@ -21,6 +21,7 @@ struct probe_cfg {
 	uint32_t ustack_bytes;	/* raw stack per GPU call for DWARF unwinding, 0: none */
 	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
 	bool count_outside;	/* host pages GPU processes take outside calls */
+	bool managed_faults;	/* charge managed first-touch pages (x86) */
 };
 
 struct probes {

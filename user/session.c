@@ -209,6 +209,7 @@ static int load_and_attach(struct session *s)
 		.ustack_bytes = s->ops->on_ustack ? s->ustack_bytes : 0,
 		.batch_wakeups = s->batch_wakeups,
 		.count_outside = s->count_outside,
+		.managed_faults = s->ao->managed_faults,
 	};
 	size_t i;
 	int err;

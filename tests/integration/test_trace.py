@@ -166,7 +166,8 @@ def test_managed_first_touch_charged_back(env):
     import platform
     if platform.machine() != "x86_64":
         raise Skip("only x86 has a tracepoint with the fault address")
-    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "32M", "-a", "managed", "-F"])
+    res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "32M", "-a", "managed", "-F"],
+                    extra=["--managed-faults"])
     assert res.rc == 0, res
     assert res.truth["managed_touched_bytes"] == 2 * 3 * 16 * MIB, res.truth
     frees = res.calls_of("cuMemFree_v2")
@@ -174,7 +175,11 @@ def test_managed_first_touch_charged_back(env):
     for c in frees:
         assert 0.95 * 16 * MIB <= c["faulted_bytes"] <= 1.02 * 16 * MIB, c
     # Other allocations know nothing of faults.
-    res = env.trace([env.alloc_mix, "-n", "2", "-s", "8M", "-a", "alloc", "-F"])
+    res = env.trace([env.alloc_mix, "-n", "2", "-s", "8M", "-a", "alloc", "-F"],
+                    extra=["--managed-faults"])
+    assert all(c["faulted_bytes"] == 0 for c in res.calls), res.calls
+    # Without the option the fault hook is not attached: nothing is charged.
+    res = env.trace([env.alloc_mix, "-n", "1", "-s", "8M", "-a", "managed", "-F"])
     assert all(c["faulted_bytes"] == 0 for c in res.calls), res.calls
 
 
