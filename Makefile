@@ -33,7 +33,9 @@ STATIC_LDLIBS := -lbpf -ldw -lelf -lz -lzstd -llzma -lbz2 -lpthread -lstdc++
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Ivmlinux/$(ARCH) -Ibpf
 
+# make SANITIZE=1 test: everything under ASan and UBSan, in its own tree.
 ifeq ($(SANITIZE),1)
+OUT := build/$(ARCH)-san
 CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=address,undefined
 endif
@@ -64,6 +66,8 @@ TEST_CFLAGS := -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
 
 ifeq ($(STATIC),1)
 all: $(OUT)/umtrace-static
+else ifeq ($(SANITIZE),1)
+all: $(OUT)/umtrace	# ./umtrace stays the plain build
 else
 all: $(OUT)/umtrace umtrace
 endif

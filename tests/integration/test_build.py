@@ -5,6 +5,12 @@ import shutil
 import subprocess
 
 
+def _skip_sanitized(env):
+    from harness import Skip
+    if env.out.endswith("-san"):
+        raise Skip("sanitizer build: a static binary cannot carry ASan/UBSan")
+
+
 def _make(env, *args):
     p = subprocess.run(["make", "-C", env.root, *args], capture_output=True, text=True,
                        timeout=900)
@@ -16,6 +22,7 @@ def _file(path):
 
 
 def test_static_build_runs(env):
+    _skip_sanitized(env)
     _make(env, "static")
     binary = f"{env.out}/umtrace-static"
     info = _file(binary)
@@ -26,6 +33,7 @@ def test_static_build_runs(env):
 
 def test_arm64_cross_build(env):
     from harness import Skip
+    _skip_sanitized(env)
     if not shutil.which("aarch64-linux-gnu-gcc"):
         raise Skip("no arm64 cross compiler: run scripts/install-deps.sh --cross")
     _make(env, "ARCH=arm64")

@@ -109,12 +109,13 @@ def _interactive(env, quit_with_q):
     screen = b""
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and screen.count(b"\033[2J") < 2:
+        while time.monotonic() < deadline and screen.count(b"\033[2J") < 3:
             r, _, _ = select.select([master], [], [], 0.5)
             if r:
                 screen += os.read(master, 65536)
-        assert screen.count(b"\033[2J") >= 2, f"no redraws: {screen[-400:]!r}"
-        text = screen.decode(errors="replace").split("\033[2J")[-1]
+        assert screen.count(b"\033[2J") >= 3, f"no redraws: {screen[-400:]!r}"
+        # The frame before the last clear is complete; the last may not be yet.
+        text = screen.decode(errors="replace").split("\033[2J")[-2]
         assert "umtrace top" in text and "PID" in text, text
         assert max(len(l) for l in text.replace("\033[H", "").splitlines()) <= 80, text
         # Raw while running: no echo, no line editing.
