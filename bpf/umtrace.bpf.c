@@ -39,6 +39,12 @@ const volatile __u64 wakeup_bytes = 0;
  * lookup on every page the host allocates, so only top asks for it.
  */
 const volatile bool count_outside = false;
+/*
+ * Index managed ranges and charge CPU faults to them (--managed-faults).
+ * Off, the code that needs bpf_loop (5.17) is dead and never verified, so
+ * older kernels load the rest.
+ */
+const volatile bool track_managed = false;
 
 /*
  * Windows open right now, host-wide. The page hooks read it first so that
@@ -335,9 +341,9 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	if (ok && w->out_ptr)
 		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);
 	/* Kept whether or not the record finds room in the ring buffer. */
-	if (ok && (w->cookie & UMT_CK_MANAGED))
+	if (track_managed && ok && (w->cookie & UMT_CK_MANAGED))
 		managed_register(id >> 32, handle, w->size);
-	if (ok && (w->cookie & UMT_CK_FREE) && READ_ONCE(managed_live))
+	if (track_managed && ok && (w->cookie & UMT_CK_FREE) && READ_ONCE(managed_live))
 		faulted = managed_unregister(id >> 32, handle);
 
 	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
@@ -724,7 +730,7 @@ static long forget_managed_chunk(struct bpf_map *map, struct managed_key *k,
 /* Managed memory the process never freed goes with it. */
 static __always_inline void forget_managed(__u32 tgid)
 {
-	if (!READ_ONCE(managed_live))
+	if (!track_managed || !READ_ONCE(managed_live))
 		return;
 	bpf_for_each_map_elem(&managed_allocs, forget_managed_alloc, &tgid, 0);
 	bpf_for_each_map_elem(&managed_chunks, forget_managed_chunk, &tgid, 0);

@@ -120,6 +120,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	 * Enabling page_fault_user puts every user page fault of the host on
 	 * the traced path: 0.3 to 0.5 us each in a fault storm here.
 	 */
+	skel->rodata->track_managed = cfg->managed_faults && HAVE_FAULT_ADDRESS_TRACEPOINT;
 	bpf_program__set_autoload(skel->progs.managed_fault,
 				  cfg->managed_faults && HAVE_FAULT_ADDRESS_TRACEPOINT);
 	if (cfg->managed_faults && !HAVE_FAULT_ADDRESS_TRACEPOINT)
