@@ -623,13 +623,14 @@ static __always_inline void count_outside_call(__u64 pages, bool freed)
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
+	bool busy = READ_ONCE(open_windows) || READ_ONCE(faults_pending);
 	struct window *w = NULL;
 
-	if (!count_outside && !READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
+	if (!busy && !count_outside)
 		return 0;
 	if (!page || !umt_gfp_from_task(gfp))
 		return 0;
-	if (READ_ONCE(open_windows) || READ_ONCE(faults_pending))
+	if (busy)
 		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (w && w->depth)
 		w->pages_taken += 1ULL << order;

@@ -26,11 +26,6 @@ void session__stop(void)
 	exiting = 1;
 }
 
-bool session__stopping(void)
-{
-	return exiting;
-}
-
 void session__init(struct session *s, struct attach_opts *ao, char **cmd,
 		   const struct session_ops *ops, void *ctx)
 {

@@ -64,7 +64,6 @@ int session__start(struct session *s);
 int session__run(struct session *s);
 /* Ask the loop to stop (async-signal-safe). */
 void session__stop(void);
-bool session__stopping(void);
 void session__stats(const struct session *s, struct probe_stats *st);
 /* The process exit code: COMMAND's status when there is one. */
 int session__exit_code(struct session *s, int err);

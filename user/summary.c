@@ -237,30 +237,40 @@ void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
 	alloc_table__remove_pid(&s->table, r->pid, release_at_exit, s);
 }
 
-struct collect {
-	struct summary_row *v;
-	size_t n;
+/*
+ * An in-order walk of a tsearch(3) tree visits internal nodes at
+ * "postorder" and leaves at "leaf", in key order: the copy comes sorted.
+ */
+struct tree_copy {
+	char *out;
+	size_t size, n;
 };
 
-static void collect_row(const void *node, VISIT which, void *arg)
+static void copy_node(const void *node, VISIT which, void *arg)
 {
-	struct collect *c = arg;
+	struct tree_copy *c = arg;
 
-	if (which == postorder || which == leaf)
-		c->v[c->n++] = **(struct summary_row *const *)node;
+	if (which != postorder && which != leaf)
+		return;
+	memcpy(c->out + c->n * c->size, *(void *const *)node, c->size);
+	c->n++;
+}
+
+static void *tree_to_array(const void *root, size_t count, size_t size, size_t *n)
+{
+	struct tree_copy c = { calloc(count + 1, size), size, 0 };
+
+	*n = 0;
+	if (!c.out)
+		return NULL;
+	twalk_r(root, copy_node, &c);
+	*n = c.n;
+	return c.out;
 }
 
 struct summary_row *summary__rows(const struct summary *s, size_t *n)
 {
-	struct collect c = { calloc(s->n_rows + 1, sizeof(*c.v)), 0 };
-
-	*n = 0;
-	if (!c.v)
-		return NULL;
-	twalk_r(s->rows, collect_row, &c);
-	qsort(c.v, c.n, sizeof(*c.v), row_cmp);
-	*n = c.n;
-	return c.v;
+	return tree_to_array(s->rows, s->n_rows, sizeof(struct summary_row), n);
 }
 
 uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc *p)
@@ -274,30 +284,9 @@ uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc 
 	return holds;
 }
 
-struct collect_procs {
-	struct summary_proc *v;
-	size_t n;
-};
-
-static void collect_proc(const void *node, VISIT which, void *arg)
-{
-	struct collect_procs *c = arg;
-
-	if (which == postorder || which == leaf)
-		c->v[c->n++] = **(struct summary_proc *const *)node;
-}
-
 struct summary_proc *summary__procs(const struct summary *s, size_t *n)
 {
-	struct collect_procs c = { calloc(s->n_procs + 1, sizeof(*c.v)), 0 };
-
-	*n = 0;
-	if (!c.v)
-		return NULL;
-	twalk_r(s->procs, collect_proc, &c);
-	qsort(c.v, c.n, sizeof(*c.v), proc_cmp);
-	*n = c.n;
-	return c.v;
+	return tree_to_array(s->procs, s->n_procs, sizeof(struct summary_proc), n);
 }
 
 void summary__print_text(const struct summary *s, FILE *f)
