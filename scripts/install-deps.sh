@@ -21,7 +21,7 @@ APT_INSTALL=("${APT[@]}" install -y --no-install-recommends)
 
 NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
-	file util-linux)
+	file util-linux libinih-dev prometheus)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross
@@ -29,7 +29,7 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 # BPF code needs nothing arm64-specific: clang and libbpf headers are neutral.
 CROSS_PKGS=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev:arm64
 	libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64
-	libdw-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64)
+	libdw-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64 libinih-dev:arm64)
 
 stage() { echo "install-deps: $*"; }
 

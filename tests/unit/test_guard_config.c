@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * guard_config: the file, the command-line override, the scope and the
+ * protected list. `test_guard_config --load FILE` loads one file and says
+ * "ok" or why not (for tests/integration/test_guard_files.py).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "check.h"
+#include "guard_config.h"
+
+#define GIB (1ULL << 30)
+
+static char dir[] = "/tmp/umtrace-test-cfg-XXXXXX";
+
+/* Write len bytes of text to dir/name with mode; its path. */
+static const char *put(const char *name, const char *text, size_t len, mode_t mode)
+{
+	static char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fchmod(fd, mode))
+		printf("  cannot write %s\n", path);
+	if (fd >= 0)
+		close(fd);
+	return path;
+}
+
+struct file_case {
+	const char *name;
+	const char *text;
+	size_t len;		/* 0: strlen(text) */
+	const char *want;	/* the message after "PATH:", NULL: loads */
+};
+
+#define T(n, t, w) { n, t, 0, w }
+#define B(n, t, w) { n, t, sizeof(t) - 1, w }
+
+static const struct file_case file_cases[] = {
+	T("empty", "", NULL),
+	T("comments only", "# nothing set\n; nor here\n\n[guard]\n", NULL),
+	T("top level", "floor = 1G\nlow=2G\n", NULL),
+	T("indented and inline comment", "[guard]\n  floor = 1G ; one\n\tlow = 2G\n", NULL),
+	T("CRLF", "[guard]\r\nfloor = 1G\r\nlow = 2G\r\n", NULL),
+	T("BOM", "\xef\xbb\xbf[guard]\nfloor = 1G\n", NULL),
+	T("no final newline", "floor = 1G", NULL),
+	T("unknown key", "[guard]\nflorr = 1G\n", "2: unknown key 'florr'"),
+	T("near key", "dry-run = true\n", "1: unknown key 'dry-run' (did you mean dry_run?)"),
+	T("duplicate key", "floor = 1G\nlow = 2G\nfloor = 2G\n",
+	  "3: duplicate key 'floor' (first on line 1)"),
+	T("duplicate across sections", "floor = 1G\n[guard]\nfloor = 1G\n",
+	  "3: duplicate key 'floor' (first on line 1)"),
+	T("bad unit", "# c\nfloor = 2X\n",
+	  "2: invalid floor '2X': expected a size (2G, 1536M, 4096) or a percentage of MemTotal (5%, 2.5%)"),
+	T("bad percent", "low = 101%\n",
+	  "1: invalid low '101%': a percentage of MemTotal must be above 0 and below 100"),
+	T("hash is no inline comment", "drop = 2G # two\n",
+	  "1: invalid drop '2G # two': expected a size (2G, 1536M, 4096) or a percentage of MemTotal (5%, 2.5%)"),
+	T("empty value", "on_stop =\n", "1: invalid on_stop: empty value"),
+	T("bad metric", "metric = used\n", "1: invalid metric 'used': expected available or free"),
+	T("bad action", "action = kill\n", "1: invalid action 'kill': expected stop or freeze"),
+	T("bad bool", "dry_run = maybe\n", "1: invalid dry_run 'maybe': expected true or false"),
+	T("bad scope", "scope = pid:12,x\n", "1: invalid scope 'pid:12,x': 'x' is not a pid"),
+	T("relative path", "postmortem_dir = var/pm\n",
+	  "1: invalid postmortem_dir 'var/pm': expected an absolute path"),
+	T("relative libcuda", "libcuda = libcuda.so.1\n",
+	  "1: invalid libcuda 'libcuda.so.1': expected an absolute path"),
+	T("not .prom", "metrics_file = /var/lib/m.txt\n",
+	  "1: invalid metrics_file '/var/lib/m.txt': node_exporter reads only files named *.prom"),
+	T("unknown section", "floor = 1G\n[other]\nlow = 2G\n",
+	  "3: unknown section [other]: keys go in [guard] or before any section"),
+	T("no equals", "[guard]\nfloor 2G\n", "2: expected 'key = value', '[guard]' or a comment"),
+	T("unclosed section", "[guard\nfloor = 2G\n",
+	  "1: expected 'key = value', '[guard]' or a comment"),
+	T("no continuation lines", "on_stop = /bin/a\n  --flag\n",
+	  "2: expected 'key = value', '[guard]' or a comment"),
+	T("syntax error first", "floor 2G\nflorr = 1G\n",
+	  "1: expected 'key = value', '[guard]' or a comment"),
+	B("binary", "\x7f" "ELF\x02\x01\x01\0\0\0", "1: binary data (byte 0x7f), not a config file"),
+	B("NUL on line 2", "floor = 1G\nlow\0 = 2G\n", "2: binary data (byte 0x00), not a config file"),
+	T("lone CR", "floor = 1G\rlow = 2G\n", "1: binary data (byte 0x0d), not a config file"),
+	T("too many protected",
+	  "protect = a1,a2,a3,a4,a5,a6,a7\nprotect = a8,a9,a10,a11,a12,a13,a14\n",
+	  "2: invalid protect 'a8,a9,a10,a11,a12,a13,a14': at most 13 names besides the built-in ones"),
+	T("empty protected name", "protect = a,,b\n",
+	  "1: invalid protect 'a,,b': an empty process name"),
+};
+
+static void test_file_cases(void)
+{
+	char err[512], want[512];
+	struct guard_config cfg;
+	const char *path;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < sizeof(file_cases) / sizeof(file_cases[0]); i++) {
+		const struct file_case *c = &file_cases[i];
+
+		path = put("case.conf", c->text, c->len ? c->len : strlen(c->text), 0644);
+		guard_config__init(&cfg);
+		err[0] = '\0';
+		ret = guard_config__load(&cfg, path, err, sizeof(err));
+		if (!c->want) {
+			CHECK(!ret, c->name, "ret %d: %s", ret, err);
+		} else {
+			snprintf(want, sizeof(want), "%s:%s", path, c->want);
+			CHECK(ret < 0 && !strcmp(err, want), c->name, "ret %d\n    got  '%s'\n    want '%s'",
+			      ret, err, want);
+		}
+		guard_config__free(&cfg);
+	}
+}
+
+static void test_long_line(void)
+{
+	char text[400], err[512], want[512];
+	struct guard_config cfg;
+	const char *path;
+
+	memset(text, 'x', sizeof(text));
+	memcpy(text, "on_stop = ", 10);
+	path = put("long.conf", text, sizeof(text), 0644);
+	guard_config__init(&cfg);
+	snprintf(want, sizeof(want), "%s:1: line too long (at most ", path);
+	CHECK(guard_config__load(&cfg, path, err, sizeof(err)) == -EINVAL &&
+	      !strncmp(err, want, strlen(want)), "long", "got '%s'", err);
+	guard_config__free(&cfg);
+}
+
+static void test_good_file(void)
+{
+	static const char text[] =
+		"# umtrace guard\n"
+		"[guard]\n"
+		"floor = 2G\n"
+		"low = 5%\n"
+		"drop = 1536M\n"
+		"metric = free\n"
+		"action = freeze\n"
+		"scope = cgroup:/sys/fs/cgroup/jobs.slice/\n"
+		"protect = sshd, Xorg,  my-daemon\n"
+		"protect = slurmstepd\n"
+		"dry_run = Yes\n"
+		"auto_resume = 10%\n"
+		"on_stop = /usr/local/bin/notify --host a;b\n"
+		"postmortem_dir = /var/lib/umtrace/postmortem\n"
+		"metrics_file = /var/lib/node_exporter/textfile/umtrace.prom\n"
+		"libcuda = /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+		"libcuda = /opt/a/libcuda.so.1\n";
+	struct guard_config cfg;
+	struct guard_policy p;
+	const char *names[32];
+	char err[512] = "";
+	size_t n;
+
+	guard_config__init(&cfg);
+	CHECK(!guard_config__load(&cfg, put("good.conf", text, strlen(text), 0600), err,
+				  sizeof(err)), "load", "%s", err);
+	CHECK(cfg.floor && !strcmp(cfg.floor, "2G"), "floor", "%s", cfg.floor);
+	CHECK(cfg.low && !strcmp(cfg.low, "5%"), "low", "%s", cfg.low);
+	CHECK(cfg.drop && !strcmp(cfg.drop, "1536M"), "drop", "%s", cfg.drop);
+	CHECK_EQ(cfg.metric, GUARD_METRIC_FREE, "metric");
+	CHECK_EQ(cfg.action, GUARD_ACT_FREEZE, "action");
+	CHECK(cfg.scope.kind == GUARD_SCOPE_CGROUP && !strcmp(cfg.scope.cgroup, "jobs.slice"),
+	      "scope", "kind %d", cfg.scope.kind);
+	CHECK_EQ(cfg.n_protect, 3, "protect: sshd is built in");
+	CHECK(cfg.n_protect == 3 && !strcmp(cfg.protect[0], "Xorg") &&
+	      !strcmp(cfg.protect[1], "my-daemon") && !strcmp(cfg.protect[2], "slurmstepd"),
+	      "protect", "wrong names");
+	CHECK(cfg.dry_run, "dry_run", "not set");
+	CHECK(cfg.auto_resume && !strcmp(cfg.auto_resume, "10%"), "auto_resume", "%s",
+	      cfg.auto_resume);
+	CHECK(cfg.on_stop && !strcmp(cfg.on_stop, "/usr/local/bin/notify --host a;b"), "on_stop",
+	      "%s", cfg.on_stop);
+	CHECK(cfg.postmortem_dir && !strcmp(cfg.postmortem_dir, "/var/lib/umtrace/postmortem"),
+	      "postmortem_dir", "%s", cfg.postmortem_dir);
+	CHECK(cfg.metrics_file &&
+	      !strcmp(cfg.metrics_file, "/var/lib/node_exporter/textfile/umtrace.prom"),
+	      "metrics_file", "%s", cfg.metrics_file);
+	CHECK(cfg.n_libcuda == 2 && !strcmp(cfg.libcuda[1], "/opt/a/libcuda.so.1"), "libcuda",
+	      "%zu", cfg.n_libcuda);
+
+	CHECK(!guard_config__policy(&cfg, 64 * GIB, &p, err, sizeof(err)), "policy", "%s", err);
+	CHECK(p.floor == 2 * GIB && p.low == 64 * GIB / 20 && p.drop == 1536ULL << 20 &&
+	      p.auto_resume_above == 64 * GIB / 10 && p.metric == GUARD_METRIC_FREE, "policy",
+	      "wrong values");
+	/* The same file on a host where 5% is under the 2G floor. */
+	CHECK(guard_config__policy(&cfg, 32 * GIB, &p, err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "floor 2G must be below low 5% (1.6G)"), "policy 32G", "got '%s'", err);
+
+	n = guard_config__protected_comms(&cfg, names, 32);
+	CHECK(n == 6 && !strcmp(names[0], "sshd") && !strcmp(names[1], "systemd-journal") &&
+	      !strcmp(names[2], "umtrace") && !strcmp(names[5], "slurmstepd"), "comms", "n %zu", n);
+	CHECK_EQ(guard_config__protected_comms(&cfg, names, 2), 6, "count beyond max");
+	guard_config__free(&cfg);
+}
+
+static void test_cli_override(void)
+{
+	static const char text[] =
+		"floor = 2G\nmetric = free\nscope = pid:10\nlibcuda = /a/libcuda.so.1\n"
+		"libcuda = /b/libcuda.so.1\nprotect = Xorg\nauto_resume = 10G\n";
+	struct guard_config cfg;
+	char err[512] = "";
+
+	guard_config__init(&cfg);
+	CHECK(!guard_config__load(&cfg, put("cli.conf", text, strlen(text), 0644), err,
+				  sizeof(err)), "load", "%s", err);
+	CHECK(!guard_config__set(&cfg, "floor", "3G", err, sizeof(err)) &&
+	      !strcmp(cfg.floor, "3G"), "floor replaced", "%s", err);
+	CHECK(!guard_config__set(&cfg, "metric", "available", err, sizeof(err)) &&
+	      cfg.metric == GUARD_METRIC_AVAILABLE, "metric replaced", "%s", err);
+	CHECK(!guard_config__set(&cfg, "scope", "comm:^python", err, sizeof(err)) &&
+	      cfg.scope.kind == GUARD_SCOPE_COMM, "scope replaced", "%s", err);
+	CHECK(!guard_config__set(&cfg, "dry-run", NULL, err, sizeof(err)) && cfg.dry_run,
+	      "bare flag", "%s", err);
+	CHECK(!guard_config__set(&cfg, "libcuda", "rel/libcuda.so.1", err, sizeof(err)) &&
+	      cfg.n_libcuda == 1 && !strcmp(cfg.libcuda[0], "rel/libcuda.so.1"),
+	      "first --libcuda replaces the list", "%zu %s", cfg.n_libcuda, err);
+	CHECK(!guard_config__set(&cfg, "libcuda", "/c/libcuda.so.1", err, sizeof(err)) &&
+	      cfg.n_libcuda == 2, "second adds", "%zu", cfg.n_libcuda);
+	CHECK(!guard_config__set(&cfg, "protect", "slurmd", err, sizeof(err)) &&
+	      cfg.n_protect == 2, "protect adds", "%zu", cfg.n_protect);
+	CHECK(!guard_config__set(&cfg, "auto-resume", "off", err, sizeof(err)) &&
+	      !cfg.auto_resume, "auto-resume off", "%s", err);
+	CHECK(!guard_config__set(&cfg, "metrics-file", "m.prom", err, sizeof(err)) &&
+	      !strcmp(cfg.metrics_file, "m.prom"), "relative on the command line", "%s", err);
+
+	CHECK(guard_config__set(&cfg, "metric", "bogus", err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "invalid --metric 'bogus': expected available or free"), "bad metric",
+	      "got '%s'", err);
+	CHECK(cfg.metric == GUARD_METRIC_AVAILABLE, "kept", "changed");
+	CHECK(guard_config__set(&cfg, "low", "2.5.5%", err, sizeof(err)) == -EINVAL &&
+	      !strncmp(err, "invalid --low '2.5.5%': expected", 32), "bad low", "got '%s'", err);
+	CHECK(guard_config__set(&cfg, "floor", "", err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "invalid --floor: empty value"), "empty", "got '%s'", err);
+	CHECK(!strcmp(cfg.floor, "3G"), "floor kept", "%s", cfg.floor);
+	CHECK(guard_config__set(&cfg, "bogus", "1", err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "unknown option --bogus"), "unknown", "got '%s'", err);
+	CHECK(guard_config__set(&cfg, "scope", "cgroup:../x", err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "invalid --scope 'cgroup:../x': '.' and '..' are not allowed in a cgroup path"),
+	      "scope", "got '%s'", err);
+	CHECK(cfg.scope.kind == GUARD_SCOPE_COMM, "scope kept", "kind %d", cfg.scope.kind);
+	guard_config__free(&cfg);
+}
+
+static void test_file_checks(void)
+{
+	struct guard_config cfg;
+	char err[512], want[512];
+	const char *path;
+	int ret;
+
+	guard_config__init(&cfg);
+	path = put("gw.conf", "floor = 1G\n", 11, 0664);
+	snprintf(want, sizeof(want),
+		 "%s: writable by group or others, and umtrace runs its on_stop as root (chmod go-w %s)",
+		 path, path);
+	ret = guard_config__load(&cfg, path, err, sizeof(err));
+	CHECK(ret == -EPERM && !strcmp(err, want), "group-writable", "ret %d '%s'", ret, err);
+	CHECK(!cfg.floor, "nothing read", "%s", cfg.floor);
+
+	snprintf(want, sizeof(want), "%s/missing.conf", dir);
+	ret = guard_config__load(&cfg, want, err, sizeof(err));
+	strcat(want, ": No such file or directory");
+	CHECK(ret == -ENOENT && !strcmp(err, want), "missing", "ret %d '%s'", ret, err);
+
+	snprintf(want, sizeof(want), "%s: not a regular file", dir);
+	ret = guard_config__load(&cfg, dir, err, sizeof(err));
+	CHECK(ret == -EINVAL && !strcmp(err, want), "directory", "ret %d '%s'", ret, err);
+
+	/* A real binary, as someone might pass by mistake. */
+	ret = guard_config__load(&cfg, "/proc/self/exe", err, sizeof(err));
+	CHECK(ret == -EINVAL && !strcmp(err, "/proc/self/exe:1: binary data (byte 0x7f), not a config file"),
+	      "executable", "ret %d '%s'", ret, err);
+	guard_config__free(&cfg);
+}
+
+static void scope_bad(const char *spec, const char *want)
+{
+	struct guard_scope sc = { .kind = GUARD_SCOPE_ALL };
+	char err[256] = "";
+	int ret = guard_scope__parse(&sc, spec, err, sizeof(err));
+
+	CHECK(ret == -EINVAL && !strncmp(err, want, strlen(want)), spec, "ret %d '%s'", ret, err);
+	CHECK(sc.kind == GUARD_SCOPE_ALL && !sc.spec, spec, "changed on failure");
+	guard_scope__free(&sc);
+}
+
+static void test_scope(void)
+{
+	struct guard_scope sc = { .kind = GUARD_SCOPE_ALL };
+	char err[256] = "", many[512] = "pid:";
+	int i;
+
+	CHECK(guard_scope__match(&sc, 5, "x", NULL), "default all", "no match");
+	CHECK(!guard_scope__parse(&sc, "all", err, sizeof(err)) && sc.kind == GUARD_SCOPE_ALL &&
+	      guard_scope__match(&sc, 5, NULL, NULL), "all", "%s", err);
+
+	CHECK(!guard_scope__parse(&sc, "pid:1,22,333", err, sizeof(err)), "pids", "%s", err);
+	CHECK(sc.n_pids == 3 && guard_scope__match(&sc, 22, "x", "/a") &&
+	      !guard_scope__match(&sc, 4, "x", "/a"), "pids", "match");
+	CHECK(!strcmp(sc.spec, "pid:1,22,333"), "spec", "%s", sc.spec);
+
+	CHECK(!guard_scope__parse(&sc, "cgroup:/sys/fs/cgroup/jobs.slice/", err, sizeof(err)) &&
+	      !strcmp(sc.cgroup, "jobs.slice"), "absolute", "%s %s", err, sc.cgroup);
+	CHECK(guard_scope__match(&sc, 5, "x", "/jobs.slice"), "itself", "no");
+	CHECK(guard_scope__match(&sc, 5, "x", "/jobs.slice/job1.scope"), "below", "no");
+	CHECK(guard_scope__match(&sc, 5, "x", "jobs.slice/job1.scope"), "no slash", "no");
+	CHECK(!guard_scope__match(&sc, 5, "x", "/jobs.slicex"), "prefix only", "matched");
+	CHECK(!guard_scope__match(&sc, 5, "x", "/user.slice"), "elsewhere", "matched");
+	CHECK(!guard_scope__match(&sc, 5, "x", "/"), "root", "matched");
+	CHECK(!guard_scope__match(&sc, 5, "x", NULL), "unknown", "matched");
+	CHECK(!guard_scope__parse(&sc, "cgroup:jobs.slice//a/", err, sizeof(err)) &&
+	      !strcmp(sc.cgroup, "jobs.slice/a"), "relative", "%s %s", err, sc.cgroup);
+	CHECK(!guard_scope__parse(&sc, "cgroup:/sys/fs/cgroup", err, sizeof(err)) &&
+	      !strcmp(sc.cgroup, "") && guard_scope__match(&sc, 5, "x", "/") &&
+	      guard_scope__match(&sc, 5, "x", "/a/b"), "the root", "%s", err);
+
+	CHECK(!guard_scope__parse(&sc, "comm:^python", err, sizeof(err)), "comm", "%s", err);
+	CHECK(guard_scope__match(&sc, 5, "python3", NULL), "python3", "no");
+	CHECK(!guard_scope__match(&sc, 5, "ipython", NULL), "anchored", "matched");
+	CHECK(!guard_scope__match(&sc, 5, NULL, NULL), "no comm", "matched");
+	CHECK(!guard_scope__parse(&sc, "comm:train|infer", err, sizeof(err)) &&
+	      guard_scope__match(&sc, 5, "my_infer", NULL), "extended", "%s", err);
+
+	/* A failed parse leaves the old scope alone. */
+	CHECK(guard_scope__parse(&sc, "pid:x", err, sizeof(err)) == -EINVAL &&
+	      sc.kind == GUARD_SCOPE_COMM && guard_scope__match(&sc, 5, "infer", NULL), "kept",
+	      "kind %d", sc.kind);
+	guard_scope__free(&sc);
+
+	scope_bad("bogus", "invalid scope 'bogus': expected all, pid:LIST, cgroup:PATH or comm:REGEX");
+	scope_bad("", "invalid scope '': expected all");
+	scope_bad("pid:", "invalid scope 'pid:': '' is not a pid");
+	scope_bad("pid:1,,2", "invalid scope 'pid:1,,2': '' is not a pid");
+	scope_bad("pid:0", "invalid scope 'pid:0': '0' is not a pid");
+	scope_bad("pid:-3", "invalid scope 'pid:-3': '-3' is not a pid");
+	scope_bad("pid:99999999999", "invalid scope 'pid:99999999999': '99999999999' is not a pid");
+	scope_bad("cgroup:", "invalid scope 'cgroup:': cgroup: needs a path");
+	scope_bad("cgroup:/user.slice",
+		  "invalid scope 'cgroup:/user.slice': a cgroup path must be under /sys/fs/cgroup or relative to it");
+	scope_bad("cgroup:/sys/fs/cgroupx/a", "invalid scope 'cgroup:/sys/fs/cgroupx/a': a cgroup path must be under");
+	scope_bad("cgroup:a/../../b", "invalid scope 'cgroup:a/../../b': '.' and '..' are not allowed");
+	scope_bad("cgroup:./a", "invalid scope 'cgroup:./a': '.' and '..' are not allowed");
+	scope_bad("comm:", "invalid scope 'comm:': comm: needs a regular expression");
+	scope_bad("comm:(", "invalid scope 'comm:(': ");
+	for (i = 1; i <= GUARD_SCOPE_MAX_PIDS + 1; i++)
+		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d", i > 1 ? "," : "", i);
+	scope_bad(many, "invalid scope 'pid:1,2,3");
+}
+
+static void test_protected(void)
+{
+	struct guard_config cfg;
+	char err[256] = "";
+
+	guard_config__init(&cfg);
+	cfg.self_pid = 4242;
+	CHECK(guard_protected(&cfg, 1, "systemd", false), "pid 1", "no");
+	CHECK(guard_protected(&cfg, 77, "kworker/0:1", true), "kthread", "no");
+	CHECK(guard_protected(&cfg, 4242, "whatever", false), "self", "no");
+	CHECK(guard_protected(&cfg, 77, "sshd", false), "sshd", "no");
+	CHECK(guard_protected(&cfg, 77, "systemd-journal", false), "journald comm", "no");
+	CHECK(guard_protected(&cfg, 77, "systemd-journald", false), "journald, full name", "no");
+	CHECK(guard_protected(&cfg, 77, "umtrace", false), "umtrace", "no");
+	CHECK(!guard_protected(&cfg, 77, "python3", false), "python3", "protected");
+	CHECK(!guard_protected(&cfg, 77, "sshd2", false), "sshd2", "protected");
+	CHECK(!guard_protected(&cfg, 77, NULL, false), "no comm", "protected");
+	CHECK(!guard_config__set(&cfg, "protect", "slurmstepd, averyveryverylongname", err,
+				 sizeof(err)), "add", "%s", err);
+	CHECK(guard_protected(&cfg, 77, "slurmstepd", false), "added", "no");
+	CHECK(guard_protected(&cfg, 77, "averyveryverylo", false), "as the kernel cuts it", "no");
+	CHECK(guard_protected(&cfg, 77, "averyveryverylongname", false), "full", "no");
+	CHECK(!guard_protected(&cfg, 77, "averyveryvery", false), "shorter", "protected");
+	CHECK(!strcmp(cfg.protect[1], "averyveryverylo"), "stored cut", "%s", cfg.protect[1]);
+	CHECK(!guard_protected(NULL, 77, "slurmstepd", false), "NULL config: built-ins only",
+	      "protected");
+	CHECK(guard_protected(NULL, 77, "sshd", false), "NULL config sshd", "no");
+	guard_config__free(&cfg);
+}
+
+static void cleanup(void)
+{
+	static const char *const names[] = { "case.conf", "long.conf", "good.conf", "cli.conf",
+					      "gw.conf" };
+	char path[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static int load_one(const char *path)
+{
+	struct guard_config cfg;
+	char err[512];
+	int ret;
+
+	guard_config__init(&cfg);
+	ret = guard_config__load(&cfg, path, err, sizeof(err));
+	if (ret)
+		printf("%s\n", err);
+	else
+		printf("ok\n");
+	guard_config__free(&cfg);
+	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "--load"))
+		return load_one(argv[2]);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN_SUBTEST(test_file_cases);
+	RUN_SUBTEST(test_long_line);
+	RUN_SUBTEST(test_good_file);
+	RUN_SUBTEST(test_cli_override);
+	RUN_SUBTEST(test_file_checks);
+	RUN_SUBTEST(test_scope);
+	RUN_SUBTEST(test_protected);
+	cleanup();
+	return CHECK_EXIT();
+}

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The guard's Prometheus textfile. `test_metrics --write PATH` writes the
+ * sample file for tests/integration/test_guard_files.py (promtool).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "check.h"
+#include "metrics.h"
+
+static char dir[] = "/tmp/umtrace-test-metrics-XXXXXX";
+
+static const struct guard_metrics_count stops[] = {
+	{ "drop", 1 },
+	{ "floor", 0 },
+};
+
+static const struct guard_metrics_process procs[] = {
+	{ .pid = 123, .comm = "python3", .host_bytes = 9663676416ULL, .stopped = true },
+	{ .pid = 7, .comm = "a\"b\\c\nd" },
+};
+
+static const struct guard_metrics sample = {
+	.up = true,
+	.floor = 2621440000ULL,
+	.low = 3145728000ULL,
+	.drop = 2621440000ULL,
+	.headroom = -1048576,
+	.mem_available = 2620391424ULL,
+	.mem_free = 1000000000ULL,
+	.mem_total = 68719476736ULL,
+	.stops = stops,
+	.n_stops = 2,
+	.stopped_processes = 1,
+	.reclaim_events = 5,
+	.kernel_decisions = 2,
+	.admission_checks = 100,
+	.samples = 42,
+	.last_stop_time = 1700000000.5,
+	.procs = procs,
+	.n_procs = 2,
+};
+
+static const char expected[] =
+	"# HELP umtrace_guard_up 1 while umtrace guard runs, 0 in the file it leaves at exit.\n"
+	"# TYPE umtrace_guard_up gauge\n"
+	"umtrace_guard_up 1\n"
+	"# HELP umtrace_guard_floor_bytes The guard's FLOOR threshold.\n"
+	"# TYPE umtrace_guard_floor_bytes gauge\n"
+	"umtrace_guard_floor_bytes 2621440000\n"
+	"# HELP umtrace_guard_low_bytes The guard's LOW threshold.\n"
+	"# TYPE umtrace_guard_low_bytes gauge\n"
+	"umtrace_guard_low_bytes 3145728000\n"
+	"# HELP umtrace_guard_drop_bytes The guard's DROP threshold, per sample.\n"
+	"# TYPE umtrace_guard_drop_bytes gauge\n"
+	"umtrace_guard_drop_bytes 2621440000\n"
+	"# HELP umtrace_guard_auto_resume_bytes Stopped jobs are resumed above this (0: only by an operator).\n"
+	"# TYPE umtrace_guard_auto_resume_bytes gauge\n"
+	"umtrace_guard_auto_resume_bytes 0\n"
+	"# HELP umtrace_guard_headroom_bytes Host memory left above the floor (negative below it).\n"
+	"# TYPE umtrace_guard_headroom_bytes gauge\n"
+	"umtrace_guard_headroom_bytes -1048576\n"
+	"# HELP umtrace_guard_mem_available_bytes MemAvailable at the last sample.\n"
+	"# TYPE umtrace_guard_mem_available_bytes gauge\n"
+	"umtrace_guard_mem_available_bytes 2620391424\n"
+	"# HELP umtrace_guard_mem_free_bytes MemFree at the last sample.\n"
+	"# TYPE umtrace_guard_mem_free_bytes gauge\n"
+	"umtrace_guard_mem_free_bytes 1000000000\n"
+	"# HELP umtrace_guard_mem_total_bytes MemTotal.\n"
+	"# TYPE umtrace_guard_mem_total_bytes gauge\n"
+	"umtrace_guard_mem_total_bytes 68719476736\n"
+	"# HELP umtrace_guard_stops_total Processes stopped (or, in a dry run, not), by reason.\n"
+	"# TYPE umtrace_guard_stops_total counter\n"
+	"umtrace_guard_stops_total{reason=\"drop\"} 1\n"
+	"umtrace_guard_stops_total{reason=\"floor\"} 0\n"
+	"# HELP umtrace_guard_resumes_total Processes resumed by auto-resume.\n"
+	"# TYPE umtrace_guard_resumes_total counter\n"
+	"umtrace_guard_resumes_total 0\n"
+	"# HELP umtrace_guard_stopped_processes Processes the guard holds stopped now.\n"
+	"# TYPE umtrace_guard_stopped_processes gauge\n"
+	"umtrace_guard_stopped_processes 1\n"
+	"# HELP umtrace_guard_signal_failures_total Stops or resumes that could not be delivered.\n"
+	"# TYPE umtrace_guard_signal_failures_total counter\n"
+	"umtrace_guard_signal_failures_total 0\n"
+	"# HELP umtrace_guard_reclaim_events_total Direct reclaim entries seen, host-wide.\n"
+	"# TYPE umtrace_guard_reclaim_events_total counter\n"
+	"umtrace_guard_reclaim_events_total 5\n"
+	"# HELP umtrace_guard_kernel_decisions_total Stops decided by the guard's kernel side.\n"
+	"# TYPE umtrace_guard_kernel_decisions_total counter\n"
+	"umtrace_guard_kernel_decisions_total 2\n"
+	"# HELP umtrace_guard_admission_checks_total GPU calls checked by the kernel side.\n"
+	"# TYPE umtrace_guard_admission_checks_total counter\n"
+	"umtrace_guard_admission_checks_total 100\n"
+	"# HELP umtrace_guard_samples_total /proc/meminfo samples taken.\n"
+	"# TYPE umtrace_guard_samples_total counter\n"
+	"umtrace_guard_samples_total 42\n"
+	"# HELP umtrace_guard_last_stop_timestamp_seconds When the last process was stopped, in Unix time (0: never).\n"
+	"# TYPE umtrace_guard_last_stop_timestamp_seconds gauge\n"
+	"umtrace_guard_last_stop_timestamp_seconds 1700000000.500\n"
+	"# HELP umtrace_guard_process_host_bytes Host memory a process took in GPU allocation calls and holds.\n"
+	"# TYPE umtrace_guard_process_host_bytes gauge\n"
+	"umtrace_guard_process_host_bytes{pid=\"123\",comm=\"python3\"} 9663676416\n"
+	"umtrace_guard_process_host_bytes{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 0\n"
+	"# HELP umtrace_guard_process_stopped 1 if the guard holds the process stopped.\n"
+	"# TYPE umtrace_guard_process_stopped gauge\n"
+	"umtrace_guard_process_stopped{pid=\"123\",comm=\"python3\"} 1\n"
+	"umtrace_guard_process_stopped{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 0\n";
+
+static char *format(const struct guard_metrics *m)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	if (metrics__format(f, m)) {
+		fclose(f);
+		free(buf);
+		return NULL;
+	}
+	fclose(f);
+	return buf;
+}
+
+static char *slurp(const char *path)
+{
+	static char buf[16384];
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return buf;
+}
+
+static const char *in_dir(const char *name)
+{
+	static char path[4][256];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(path[i], sizeof(path[i]), "%s/%s", dir, name);
+	return path[i];
+}
+
+/* Only these names in dir: no temporary file left behind. */
+static bool dir_holds(const char *const *names, size_t n)
+{
+	struct dirent *e;
+	size_t seen = 0, i;
+	bool ok = true;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return false;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		for (i = 0; i < n && strcmp(e->d_name, names[i]); i++)
+			;
+		if (i == n) {
+			printf("  unexpected %s\n", e->d_name);
+			ok = false;
+		}
+		seen++;
+	}
+	closedir(d);
+	return ok && seen == n;
+}
+
+static void test_exact_text(void)
+{
+	char *text = format(&sample);
+	struct guard_metrics m = { 0 };
+
+	CHECK(text && !strcmp(text, expected), "text", "got:\n%s", text ? text : "(null)");
+	free(text);
+
+	/* Nothing yet: zeros, never-stopped, no label rows. */
+	text = format(&m);
+	CHECK(text && strstr(text, "\numtrace_guard_up 0\n") &&
+	      strstr(text, "\numtrace_guard_last_stop_timestamp_seconds 0\n") &&
+	      strstr(text, "# TYPE umtrace_guard_stops_total counter\n# HELP") &&
+	      !strstr(text, "{"), "empty", "got:\n%s", text ? text : "(null)");
+	free(text);
+}
+
+static void test_label_escaping(void)
+{
+	static const struct guard_metrics_process p[] = {
+		{ .pid = 1, .comm = "back\\slash" },
+		{ .pid = 2, .comm = "quo\"te" },
+		{ .pid = 3, .comm = "new\nline" },
+		{ .pid = 4, .comm = "tab\tcr\rdel\x7f" },
+		{ .pid = 5, .comm = "caf\xc3\xa9" },		/* UTF-8: kept */
+		{ .pid = 6, .comm = "bad\xff\xc3" },		/* not UTF-8 */
+		{ .pid = 7, .comm = "over\xc0\xaflong" },	/* an overlong '/' */
+		{ .pid = 8, .comm = "sur\xed\xa0\x80" },	/* a surrogate */
+		{ .pid = 9, .comm = "cut\xe2\x82" },		/* a sequence cut short by the 15-byte comm */
+		{ .pid = 10, .comm = NULL },
+	};
+	static const char *const want[] = {
+		"{pid=\"1\",comm=\"back\\\\slash\"} 0\n",
+		"{pid=\"2\",comm=\"quo\\\"te\"} 0\n",
+		"{pid=\"3\",comm=\"new\\nline\"} 0\n",
+		"{pid=\"4\",comm=\"tab?cr?del?\"} 0\n",
+		"{pid=\"5\",comm=\"caf\xc3\xa9\"} 0\n",
+		"{pid=\"6\",comm=\"bad??\"} 0\n",
+		"{pid=\"7\",comm=\"over??long\"} 0\n",
+		"{pid=\"8\",comm=\"sur???\"} 0\n",
+		"{pid=\"9\",comm=\"cut??\"} 0\n",
+		"{pid=\"10\",comm=\"\"} 0\n",
+	};
+	static const struct guard_metrics_count r[] = { { "a\"b", 3 } };
+	struct guard_metrics m = { .procs = p, .n_procs = 10, .stops = r, .n_stops = 1 };
+	char *text = format(&m);
+	size_t i;
+
+	CHECK(text != NULL, "format", "failed");
+	if (!text)
+		return;
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strstr(text, want[i]) != NULL, "label", "%s not in:\n%s", want[i], text);
+	CHECK(strstr(text, "umtrace_guard_stops_total{reason=\"a\\\"b\"} 3\n") != NULL, "reason",
+	      "got:\n%s", text);
+	free(text);
+}
+
+static void test_atomic_replace(void)
+{
+	static const char *const only[] = { "umtrace.prom" };
+	const char *path = in_dir("umtrace.prom");
+	struct guard_metrics m = sample;
+	struct stat st1, st2;
+	mode_t old;
+	char *got;
+
+	old = umask(077);
+	CHECK_EQ(metrics__write(path, &sample), 0, "first write");
+	umask(old);
+	got = slurp(path);
+	CHECK(got && !strcmp(got, expected), "content", "got:\n%s", got ? got : "(null)");
+	CHECK(!stat(path, &st1) && (st1.st_mode & 07777) == 0644, "mode 0644 whatever the umask",
+	      "mode %o", st1.st_mode & 07777);
+	m.up = false;
+	m.samples = 43;
+	CHECK_EQ(metrics__write(path, &m), 0, "second write");
+	got = slurp(path);
+	CHECK(got && strstr(got, "\numtrace_guard_up 0\n") &&
+	      strstr(got, "\numtrace_guard_samples_total 43\n"), "replaced", "got:\n%s",
+	      got ? got : "(null)");
+	/* A new inode: renamed over, never rewritten in place under a reader. */
+	CHECK(!stat(path, &st2) && st2.st_ino != st1.st_ino, "new inode", "same inode %lu",
+	      (unsigned long)st2.st_ino);
+	CHECK(dir_holds(only, 1), "no temporary left", "see above");
+	unlink(path);
+}
+
+static void test_symlinks(void)
+{
+	static const char *const after[] = { "victim", "link.prom", "real", "dirlink" };
+	char victim[256], link[256], *got;
+	struct stat st;
+	int fd;
+
+	snprintf(victim, sizeof(victim), "%s", in_dir("victim"));
+	snprintf(link, sizeof(link), "%s", in_dir("link.prom"));
+	/* A symlink at the target is replaced, not written through. */
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd >= 0) {
+		CHECK(write(fd, "keep\n", 5) == 5, "victim", "write");
+		close(fd);
+	}
+	CHECK(!symlink(victim, link), "symlink", "%s", strerror(errno));
+	CHECK_EQ(metrics__write(link, &sample), 0, "write over a symlink");
+	CHECK(!lstat(link, &st) && S_ISREG(st.st_mode), "now a file", "mode %o", st.st_mode);
+	got = slurp(victim);
+	CHECK(got && !strcmp(got, "keep\n"), "victim untouched", "got '%s'", got);
+
+	/*
+	 * A symlinked directory is followed: packages link the textfile
+	 * directory, and the directory is root's to choose.
+	 */
+	CHECK(!mkdir(in_dir("real"), 0755), "mkdir", "%s", strerror(errno));
+	CHECK(!symlink(in_dir("real"), in_dir("dirlink")), "dir symlink", "%s", strerror(errno));
+	CHECK_EQ(metrics__write(in_dir("dirlink/m.prom"), &sample), 0, "through a dir link");
+	got = slurp(in_dir("real/m.prom"));
+	CHECK(got && !strcmp(got, expected), "in the real dir", "got '%s'", got);
+	CHECK(dir_holds(after, 4), "no temporary left", "see above");
+	unlink(in_dir("real/m.prom"));
+	rmdir(in_dir("real"));
+	unlink(in_dir("dirlink"));
+	unlink(link);
+	unlink(victim);
+}
+
+static void test_errors(void)
+{
+	CHECK_EQ(metrics__write(in_dir("nodir/m.prom"), &sample), -ENOENT, "missing dir");
+	CHECK_EQ(metrics__write(in_dir(""), &sample), -EISDIR, "no file name");
+	CHECK(!mkdir(in_dir("sub.prom"), 0755), "mkdir", "%s", strerror(errno));
+	CHECK(metrics__write(in_dir("sub.prom"), &sample) < 0, "a directory at the target",
+	      "wrote");
+	rmdir(in_dir("sub.prom"));
+	CHECK(dir_holds(NULL, 0), "no temporary left", "see above");
+}
+
+int main(int argc, char **argv)
+{
+	int err;
+
+	if (argc == 3 && !strcmp(argv[1], "--write")) {
+		err = metrics__write(argv[2], &sample);
+		if (err)
+			fprintf(stderr, "%s: %s\n", argv[2], strerror(-err));
+		return err ? 1 : 0;
+	}
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN_SUBTEST(test_exact_text);
+	RUN_SUBTEST(test_label_escaping);
+	RUN_SUBTEST(test_atomic_replace);
+	RUN_SUBTEST(test_symlinks);
+	RUN_SUBTEST(test_errors);
+	rmdir(dir);
+	return CHECK_EXIT();
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The guard's figures in Prometheus text format, for node_exporter's
+ * textfile collector (--metrics-file DIR/NAME.prom). Every metric is named
+ * umtrace_guard_*; the file is replaced atomically, never written in place.
+ */
+#ifndef UMTRACE_METRICS_H
+#define UMTRACE_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* umtrace_guard_stops_total{reason="..."}: pass every reason, even at 0. */
+struct guard_metrics_count {
+	const char *reason;	/* "drop", "floor", "admission", ... */
+	uint64_t count;
+};
+
+struct guard_metrics_process {
+	pid_t pid;
+	const char *comm;
+	uint64_t host_bytes;	/* GPU-attributed host memory */
+	bool stopped;		/* by the guard */
+};
+
+struct guard_metrics {
+	bool up;		/* false in the last file written at exit */
+	uint64_t floor;		/* bytes */
+	uint64_t low;
+	uint64_t drop;
+	uint64_t auto_resume_above;	/* 0: off */
+	int64_t headroom;	/* above the floor; negative below it */
+	uint64_t mem_available;
+	uint64_t mem_free;
+	uint64_t mem_total;
+	const struct guard_metrics_count *stops;
+	size_t n_stops;
+	uint64_t stopped_processes;
+	uint64_t resumes;
+	uint64_t signal_failures;
+	uint64_t reclaim_events;
+	uint64_t kernel_decisions;
+	uint64_t admission_checks;
+	uint64_t samples;
+	double last_stop_time;	/* Unix seconds; 0: never */
+	const struct guard_metrics_process *procs;
+	size_t n_procs;
+};
+
+/* The exposition text. 0 or -errno (the stream's). */
+int metrics__format(FILE *f, const struct guard_metrics *m);
+/*
+ * Write it to path through a temporary file in the same directory, mode
+ * 0644, renamed over path: readers see the old file or the new one. A
+ * symlink at path is replaced, not written through. 0 or -errno.
+ */
+int metrics__write(const char *path, const struct guard_metrics *m);
+
+#endif /* UMTRACE_METRICS_H */
