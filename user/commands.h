@@ -11,5 +11,7 @@ int cmd_top(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 void report_usage(FILE *f);
 void top_usage(FILE *f);
+int cmd_record(int argc, char **argv);
+void record_usage(FILE *f);
 
 #endif /* UMTRACE_COMMANDS_H */

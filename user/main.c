@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	  "trace for a while, then rank call sites by the host memory they took" },
 	{ "top", cmd_top, top_usage,
 	  "live view of the host memory held by GPU allocations, per process" },
+	{ "record", cmd_record, record_usage,
+	  "record GPU calls, stacks and host memory to a file for report" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,20 +1,24 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * umtrace report: trace for a while, then say which call sites took the
- * host's memory and which still hold it.
+ * umtrace report: trace for a while, or read a recording (umtrace record),
+ * then say which call sites took the host's memory and which still hold
+ * it. Both feed the same summary and call sites, record by record.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "attach_opts.h"
 #include "callsites.h"
+#include "callstack.h"
 #include "commands.h"
 #include "cuda_api.h"
 #include "log.h"
 #include "output.h"
+#include "recording.h"
 #include "session.h"
 #include "summary.h"
 #include "symbolize.h"
@@ -22,11 +26,23 @@
 #include "unwind.h"
 
 #define MAX_SITES 65536
-/* Calls in flight at once whose DWARF stack waits for their record. */
-#define PENDING_STACKS 1024
+#define MAX_STOPS 10000		/* guard stops kept from a recording */
 
 enum {
 	OPT_STACK = OPT_ATTACH__LAST,
+};
+
+/* What a recording holds besides calls, for its own lines of the report. */
+struct rec_seen {
+	struct recording_header hdr;
+	struct replay_stats st;
+	bool info_seen;
+	uint64_t last_ns;		/* of any record */
+	uint64_t samples;
+	uint64_t min_available;
+	uint32_t max_psi_some;		/* hundredths of a percent */
+	struct rec_stop *stops;
+	size_t n_stops;
 };
 
 struct report {
@@ -34,28 +50,38 @@ struct report {
 	bool json;
 	uint64_t duration_ms;
 	char **cmd;
+	const char *file;		/* a recording to read instead of tracing */
+	const char *live_opt;		/* an option that only means something live */
+	bool platform_given;
 	struct session session;
 	struct summary summary;
 	struct callsites sites;
-	struct symbolizer *sym;
 	enum stack_mode stack;
-	struct unwinder *uw;
-	struct ustack_table pending;
-	uint64_t dwarf_used;		/* calls reported with their DWARF stack */
+	struct callstack cs;
 	uint64_t page_size;
 	uint64_t first_ns, last_ns;
+	uint64_t dropped;
+	struct rec_seen rec;
 };
 
 void report_usage(FILE *f)
 {
 	fprintf(f,
 "usage: umtrace report [OPTIONS] [-- COMMAND [ARGS...]]\n"
+"       umtrace report [-j] [-p PID] [--platform MODEL] FILE\n"
 "\n"
 "Trace GPU allocation calls for --duration, until COMMAND ends, or until\n"
 "Ctrl-C, then print one entry per call site (its symbolized stack, one\n"
 "frame per line, innermost first), most host memory first: calls, bytes\n"
 "requested, host memory taken, host memory still held at the end, and the\n"
 "growth of what it holds per hour.\n"
+"\n"
+"With FILE, read a recording made by 'umtrace record' instead (on any\n"
+"machine: its stacks were named when it was made) and report the same;\n"
+"-p keeps only the records of those processes. A recording cut short or\n"
+"damaged is read up to its last good chunk, with a warning saying what\n"
+"was lost (exit 0); a file that is not a recording, or of an unknown\n"
+"format version, is an error (exit 1).\n"
 "\n"
 "Options:\n"
 "  -d, --duration INTERVAL  stop after this long (e.g. 30s, 5m)\n"
@@ -68,6 +94,24 @@ void report_usage(FILE *f)
 "                           auto (default: dwarf where it finds more frames)\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
+}
+
+/* Options that only mean something while tracing; -p, -v and --platform do both. */
+static void note_live_opt(struct report *rp, int opt)
+{
+	static const struct {
+		int opt;
+		const char *name;
+	} live[] = {
+		{ OPT_LIBCUDA, "--libcuda" }, { OPT_RINGBUF, "--ringbuf-size" },
+		{ OPT_RESCAN, "--rescan" }, { OPT_MANAGED_FAULTS, "--managed-faults" },
+		{ 'd', "--duration" }, { OPT_STACK, "--stack" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(live) / sizeof(live[0]) && !rp->live_opt; i++)
+		if (live[i].opt == opt)
+			rp->live_opt = live[i].name;
 }
 
 static int parse_args(struct report *rp, int argc, char **argv)
@@ -89,6 +133,9 @@ static int parse_args(struct report *rp, int argc, char **argv)
 		r = attach_opts__parse(&rp->ao, opt, optarg);
 		if (r < 0)
 			return -EINVAL;
+		if (opt == OPT_PLATFORM)
+			rp->platform_given = true;
+		note_live_opt(rp, opt);
 		if (r)
 			continue;
 		switch (opt) {
@@ -114,8 +161,22 @@ static int parse_args(struct report *rp, int argc, char **argv)
 			return attach_opts__bad_option("report", opt, argv);
 		}
 	}
-	if (optind < argc)
+	/* After "--" comes a command; without it, a recording. */
+	if (optind < argc && !strcmp(argv[optind - 1], "--")) {
 		rp->cmd = &argv[optind];
+	} else if (optind < argc) {
+		rp->file = argv[optind];
+		if (optind + 1 < argc) {
+			elog("report: unexpected argument '%s'; give one recording, or -- COMMAND",
+			     argv[optind + 1]);
+			return -EINVAL;
+		}
+		if (rp->live_opt) {
+			elog("report: %s applies to tracing, not to reading a recording",
+			     rp->live_opt);
+			return -EINVAL;
+		}
+	}
 	if (rp->cmd && rp->ao.n_pids) {
 		elog("give either -p PID or a COMMAND, not both");
 		return -EINVAL;
@@ -123,54 +184,11 @@ static int parse_args(struct report *rp, int argc, char **argv)
 	return 0;
 }
 
-/*
- * Return addresses point after the call: look up the byte before, or a
- * call that ends its function would be named after the next one. The
- * first frame is the probed entry point itself.
- */
-static void lookup_addrs(const uint64_t *stack, size_t n, uint64_t *addrs)
+static void site_call(struct report *rp, const struct umt_call_rec *r,
+		      const struct sym_frame *frames, size_t n)
 {
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		addrs[i] = i && stack[i] ? stack[i] - 1 : stack[i];
-}
-
-/* Unwound now, while the process surely lives; used when its call ends. */
-static void on_ustack(void *ctx, const struct umt_ustack_rec *r)
-{
-	struct report *rp = ctx;
-	uint64_t pcs[UMT_STACK_MAX];
-	int n;
-
-	n = unwinder__unwind(rp->uw, r, pcs, UMT_STACK_MAX);
-	if (n > 0)
-		ustack_table__put(&rp->pending, r->tid, r->ts_ns, pcs, n);
-}
-
-static void on_call(void *ctx, const struct umt_call_rec *r)
-{
-	struct report *rp = ctx;
-	struct sym_frame frames[UMT_STACK_MAX];
-	uint64_t addrs[UMT_STACK_MAX], fp[UMT_STACK_MAX], dwarf[UMT_STACK_MAX];
-	size_t i, n = r->stack_len / sizeof(r->stack[0]), ndw = 0;
 	uint32_t site;
 
-	if (n > UMT_STACK_MAX)
-		n = UMT_STACK_MAX;
-	for (i = 0; i < n; i++)
-		fp[i] = r->stack[i];
-	if (rp->stack != STACK_FP)
-		ndw = ustack_table__take(&rp->pending, r->tid, r->ts_ns, dwarf,
-					 UMT_STACK_MAX);
-	if (unwind__use_dwarf(rp->stack, fp, n, ndw)) {
-		lookup_addrs(dwarf, ndw, addrs);
-		n = ndw;
-		rp->dwarf_used++;
-	} else {
-		lookup_addrs(fp, n, addrs);
-	}
-	symbolizer__resolve(rp->sym, r->pid, addrs, n, frames);
 	site = callsites__add(&rp->sites, r, frames, n, rp->page_size);
 	summary__consume_site(&rp->summary, r, site);
 	if (!rp->first_ns)
@@ -178,12 +196,29 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 	rp->last_ns = r->ts_ns;
 }
 
+static void on_ustack(void *ctx, const struct umt_ustack_rec *r)
+{
+	struct report *rp = ctx;
+
+	callstack__ustack(&rp->cs, r);
+}
+
+static void on_call(void *ctx, const struct umt_call_rec *r)
+{
+	struct report *rp = ctx;
+	struct sym_frame frames[UMT_STACK_MAX];
+	size_t n;
+
+	n = callstack__resolve(&rp->cs, r, frames);
+	site_call(rp, r, frames, n);
+}
+
 static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 {
 	struct report *rp = ctx;
 
 	summary__proc_exit(&rp->summary, r);
-	symbolizer__forget(rp->sym, r->pid);
+	callstack__forget(&rp->cs, r->pid);
 }
 
 static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
@@ -196,24 +231,6 @@ static const struct session_ops report_ops = {
 	.on_exit = on_exit_rec,
 	.on_ustack = on_ustack,
 };
-
-/* What the DWARF path cost, for -v. */
-static void log_unwind_stats(const struct report *rp)
-{
-	struct unwind_stats st;
-
-	if (!rp->uw)
-		return;
-	unwinder__stats(rp->uw, &st);
-	vlog("stacks: %llu unwound with DWARF (%llu gave nothing), %.1f frames and "
-	     "%.1f us each, %zu bytes per call in the ring buffer; %llu calls "
-	     "reported with them, %llu lost their slot",
-	     (unsigned long long)st.stacks, (unsigned long long)st.failed,
-	     st.stacks ? (double)st.frames / st.stacks : 0.0,
-	     st.stacks ? st.ns / 1e3 / st.stacks : 0.0,
-	     sizeof(struct umt_ustack_rec), (unsigned long long)rp->dwarf_used,
-	     (unsigned long long)rp->pending.replaced);
-}
 
 static double per_hour(uint64_t bytes, uint64_t span_ns)
 {
@@ -286,16 +303,91 @@ static void print_site_json(const struct report *rp, const struct callsite *c,
 	puts("]}");
 }
 
+/* A recording's own lines: where and when it was made, what else it holds. */
+static void print_recording_json(const struct report *rp)
+{
+	const struct rec_seen *rs = &rp->rec;
+	const struct recfile_info *h = &rs->hdr.file;
+	const struct recfile_rstats *f = &rs->st.file;
+	size_t i;
+
+	printf("{\"event\":\"recording\",\"file\":");
+	output__json_string(stdout, rp->file);
+	printf(",\"version\":%u,\"hostname\":", h->version);
+	output__json_string(stdout, h->hostname);
+	printf(",\"kernel\":");
+	output__json_string(stdout, h->release);
+	printf(",\"page_size\":%u,\"start_realtime_ns\":%llu,\"start_mono_ns\":%llu,"
+	       "\"chunks\":%llu,\"bytes\":%llu,\"file_bytes\":%llu,\"lost_bytes\":%llu,"
+	       "\"lost_chunks\":%llu,\"complete\":%s,\"calls\":%llu,\"exits\":%llu,"
+	       "\"samples\":%llu,\"stops\":%llu,\"last_ns\":%llu,\"min_mem_available\":%llu,"
+	       "\"max_psi_some_avg10\":%.2f}\n",
+	       h->page_size, (unsigned long long)h->start_realtime_ns,
+	       (unsigned long long)h->start_mono_ns, (unsigned long long)f->chunks,
+	       (unsigned long long)f->good_bytes, (unsigned long long)f->file_bytes,
+	       (unsigned long long)f->lost_bytes, (unsigned long long)f->lost_chunks,
+	       f->complete ? "true" : "false", (unsigned long long)rs->st.calls,
+	       (unsigned long long)rs->st.exits, (unsigned long long)rs->st.samples,
+	       (unsigned long long)rs->st.stops, (unsigned long long)rs->last_ns,
+	       (unsigned long long)rs->min_available, rs->max_psi_some / 100.0);
+	for (i = 0; i < rs->n_stops; i++) {
+		const struct rec_stop *s = &rs->stops[i];
+
+		printf("{\"event\":\"stop\",\"ts_ns\":%llu,\"pid\":%u,\"comm\":",
+		       (unsigned long long)s->ts_ns, s->pid);
+		output__json_string(stdout, s->comm);
+		printf(",\"reason\":%u,\"reason_text\":", s->reason);
+		output__json_string(stdout, s->reason_text);
+		printf(",\"mem_available\":%llu,\"gpu_host_bytes\":%llu,\"site\":",
+		       (unsigned long long)s->mem_available,
+		       (unsigned long long)s->gpu_host_bytes);
+		output__json_string(stdout, s->site);
+		puts("}");
+	}
+}
+
+static void print_recording_text(const struct report *rp)
+{
+	const struct rec_seen *rs = &rp->rec;
+	const struct recfile_info *h = &rs->hdr.file;
+	time_t t = (time_t)(h->start_realtime_ns / 1000000000ULL);
+	uint64_t span = rs->last_ns > h->start_mono_ns ? rs->last_ns - h->start_mono_ns : 0;
+	char when[32] = "?", b[16];
+	struct tm tm;
+	size_t i;
+
+	if (localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("recording %s: host %s (Linux %s), started %s, %.1f s, %llu samples",
+	       rp->file, h->hostname, h->release, when, span / 1e9,
+	       (unsigned long long)rs->samples);
+	if (rs->samples)
+		printf(" (MemAvailable down to %s, memory pressure up to %.2f%%)",
+		       fmt_bytes(rs->min_available, b, sizeof(b)), rs->max_psi_some / 100.0);
+	printf(", %zu stops\n", rs->n_stops);
+	for (i = 0; i < rs->n_stops; i++) {
+		const struct rec_stop *s = &rs->stops[i];
+
+		printf("stopped pid %u (%s): %s; MemAvailable %s, its GPU allocations held ",
+		       s->pid, s->comm, s->reason_text,
+		       fmt_bytes(s->mem_available, b, sizeof(b)));
+		printf("%s; top call site %s\n", fmt_bytes(s->gpu_host_bytes, b, sizeof(b)),
+		       s->site[0] ? s->site : "unknown");
+	}
+}
+
 static void print_report(struct report *rp)
 {
 	struct callsite **v = callsites__sorted(&rp->sites);
 	uint64_t span = rp->last_ns - rp->first_ns;
-	struct probe_stats st;
 	size_t i;
 
 	if (!v)
 		return;
-	session__stats(&rp->session, &st);
+	if (rp->file && rp->json)
+		print_recording_json(rp);
+	else if (rp->file)
+		print_recording_text(rp);
 	for (i = 0; i < rp->sites.n; i++) {
 		if (rp->json)
 			print_site_json(rp, v[i], i + 1, span);
@@ -306,7 +398,7 @@ static void print_report(struct report *rp)
 		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
 		       "\"callsites\":%zu,\"held_host_bytes\":%llu,\"overflowed\":%llu}\n",
 		       (unsigned long long)rp->summary.records,
-		       (unsigned long long)st.rec_dropped, rp->sites.n,
+		       (unsigned long long)rp->dropped, rp->sites.n,
 		       (unsigned long long)rp->summary.table.host_bytes,
 		       (unsigned long long)rp->sites.overflowed);
 	} else {
@@ -316,10 +408,159 @@ static void print_report(struct report *rp)
 		       "%llu records lost\n", rp->sites.n,
 		       (unsigned long long)rp->summary.records,
 		       fmt_bytes(rp->summary.table.host_bytes, b, sizeof(b)),
-		       (unsigned long long)st.rec_dropped);
+		       (unsigned long long)rp->dropped);
 	}
 	fflush(stdout);
 	free(v);
+}
+
+/* ---- from a recording ---- */
+
+static bool wanted(const struct report *rp, uint32_t pid)
+{
+	return !rp->ao.n_pids || attach_opts__has_pid(&rp->ao, pid);
+}
+
+static void seen_at(struct report *rp, uint64_t ts_ns)
+{
+	if (ts_ns > rp->rec.last_ns)
+		rp->rec.last_ns = ts_ns;
+}
+
+static void file_header(void *ctx, const struct recording_header *h)
+{
+	struct report *rp = ctx;
+
+	rp->rec.hdr = *h;
+	/* Host bytes are pages of the recording host's size. */
+	rp->page_size = h->file.page_size;
+	rp->summary.page_size = h->file.page_size;
+}
+
+/* The cost model of the recording host, unless --platform says otherwise. */
+static void file_info(void *ctx, const struct rec_info *i)
+{
+	struct report *rp = ctx;
+	struct platform_model *m = &rp->summary.platform;
+
+	rp->dropped = i->dropped;
+	if (rp->rec.info_seen || rp->platform_given)
+		return;
+	rp->rec.info_seen = true;
+	if (i->platform_forced == PLATFORM_UNIFIED || i->platform_forced == PLATFORM_DISCRETE) {
+		m->forced = i->platform_forced;
+		m->why = "--platform when recorded";
+	} else if (i->platform_driver == PLATFORM_UNIFIED) {
+		m->decided = PLATFORM_UNIFIED;
+		m->why = "the recording host's driver: a GPU without memory of its own";
+	}
+}
+
+static void file_call(void *ctx, const struct umt_call_rec *r,
+		      const struct sym_frame *frames, size_t n)
+{
+	struct report *rp = ctx;
+
+	seen_at(rp, r->ts_ns);
+	if (wanted(rp, r->pid))
+		site_call(rp, r, frames, n);
+}
+
+static void file_exit(void *ctx, const struct umt_proc_exit_rec *r)
+{
+	struct report *rp = ctx;
+
+	seen_at(rp, r->ts_ns);
+	if (wanted(rp, r->pid))
+		summary__proc_exit(&rp->summary, r);
+}
+
+static void file_sample(void *ctx, const struct rec_sample *s)
+{
+	struct report *rp = ctx;
+
+	seen_at(rp, s->ts_ns);
+	if (!rp->rec.samples || s->mem_available < rp->rec.min_available)
+		rp->rec.min_available = s->mem_available;
+	if (s->psi_some_avg10 > rp->rec.max_psi_some)
+		rp->rec.max_psi_some = s->psi_some_avg10;
+	rp->rec.samples++;
+}
+
+static void file_stop(void *ctx, const struct rec_stop *s)
+{
+	struct report *rp = ctx;
+	struct rec_stop *v;
+
+	seen_at(rp, s->ts_ns);
+	if (!wanted(rp, s->pid) || rp->rec.n_stops >= MAX_STOPS)
+		return;
+	v = realloc(rp->rec.stops, (rp->rec.n_stops + 1) * sizeof(*v));
+	if (!v)
+		return;
+	rp->rec.stops = v;
+	v[rp->rec.n_stops++] = *s;
+}
+
+static const struct recording_ops file_ops = {
+	.on_header = file_header,
+	.on_info = file_info,
+	.on_call = file_call,
+	.on_exit = file_exit,
+	.on_sample = file_sample,
+	.on_stop = file_stop,
+};
+
+static int report_file(struct report *rp)
+{
+	char warn[320];
+	int err;
+
+	/* The recording host's driver counts, not this one's. */
+	memset(&rp->summary.platform, 0, sizeof(rp->summary.platform));
+	rp->summary.platform.forced = rp->ao.platform;
+	if (rp->platform_given)
+		rp->summary.platform.why = "--platform";
+	err = recording__replay(rp->file, &file_ops, rp, &rp->rec.st);
+	if (err) {
+		elog("%s: %s", rp->file, rp->rec.st.why);
+		return 1;
+	}
+	if (replay_stats__warning(&rp->rec.st, warn, sizeof(warn)))
+		wlog("%s: %s", rp->file, warn);
+	print_report(rp);
+	return 0;
+}
+
+/* ---- live ---- */
+
+static int report_live(struct report *rp)
+{
+	struct probe_stats st;
+	int err, code;
+
+	err = callstack__init(&rp->cs, rp->stack);
+	if (err) {
+		elog("cannot set up call stacks: %s", strerror(-err));
+		return 1;
+	}
+	platform__init(&rp->summary.platform, rp->ao.platform);
+	session__init(&rp->session, &rp->ao, rp->cmd, &report_ops, rp);
+	rp->session.duration_ms = rp->duration_ms;
+	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
+	err = session__start(&rp->session);
+	if (!err) {
+		err = session__run(&rp->session);
+		session__stats(&rp->session, &st);
+		rp->dropped = st.rec_dropped;
+		if (!err)
+			print_report(rp);
+	}
+	code = session__exit_code(&rp->session, err);
+	callstack__log_stats(&rp->cs);
+	session__close(&rp->session);
+	callstack__free(&rp->cs);
+	return code;
 }
 
 int cmd_report(int argc, char **argv)
@@ -334,44 +575,14 @@ int cmd_report(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	}
 	rp.page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-	rp.sym = symbolizer__new();
-	if (!rp.sym) {
-		elog("cannot create the symbolizer: %s", strerror(errno));
-		attach_opts__free(&rp.ao);
-		return 1;
-	}
-	if (rp.stack != STACK_FP) {
-		rp.uw = unwinder__new(rp.sym);
-		if (!rp.uw || ustack_table__init(&rp.pending, PENDING_STACKS)) {
-			elog("cannot set up DWARF unwinding: %s", strerror(ENOMEM));
-			unwinder__free(rp.uw);
-			symbolizer__free(rp.sym);
-			attach_opts__free(&rp.ao);
-			return 1;
-		}
-	}
 	summary__init(&rp.summary, rp.page_size);
-	platform__init(&rp.summary.platform, rp.ao.platform);
 	callsites__init(&rp.sites, MAX_SITES);
 	rp.summary.on_release = on_release;
 	rp.summary.release_ctx = &rp.sites;
-	session__init(&rp.session, &rp.ao, rp.cmd, &report_ops, &rp);
-	rp.session.duration_ms = rp.duration_ms;
-	rp.session.ustack_bytes = rp.uw ? UMT_USTACK_MAX : 0;
-	err = session__start(&rp.session);
-	if (!err) {
-		err = session__run(&rp.session);
-		if (!err)
-			print_report(&rp);
-	}
-	code = session__exit_code(&rp.session, err);
-	log_unwind_stats(&rp);
-	session__close(&rp.session);
+	code = rp.file ? report_file(&rp) : report_live(&rp);
 	summary__free(&rp.summary);
 	callsites__free(&rp.sites);
-	ustack_table__free(&rp.pending);
-	unwinder__free(rp.uw);
-	symbolizer__free(rp.sym);
+	free(rp.rec.stops);
 	attach_opts__free(&rp.ao);
 	return code;
 }
