@@ -71,6 +71,7 @@ struct window {
 	__u64 pages_freed;
 	__u64 args[5];		/* argument registers at entry */
 	__u64 fault_base;	/* managed allocation the last CPU fault hit, 0: none */
+	__s64 reserved;		/* guard: pages admitted and not yet taken */
 	__u32 depth;		/* > 1 while libcuda calls itself */
 	__u32 stack_len;
 	char comm[TASK_COMM_LEN];
@@ -152,16 +153,11 @@ __s64 faults_pending;	/* threads with a managed fault not yet charged */
  * Processes that made a GPU call: their exit is reported, and with
  * count_outside the host pages they take and free outside GPU calls.
  */
-struct gpu_proc {
-	__u64 outside_alloc;	/* pages */
-	__u64 outside_freed;
-};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
 	__type(key, __u32);
-	__type(value, struct gpu_proc);
+	__type(value, struct umt_gpu_proc);
 } gpu_procs SEC(".maps");
 
 struct proc_pages {
@@ -177,6 +173,8 @@ struct {
 	__type(key, __u32);
 	__type(value, struct proc_pages);
 } proc_pages SEC(".maps");
+
+#include "guard.bpf.h"
 
 /*
  * The context may only be read at constant offsets, so the five argument
@@ -337,6 +335,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 
 	w->depth = 0;
 	__sync_fetch_and_add(&open_windows, -1);
+	guard_release(&w->reserved);
 	__sync_fetch_and_add(&rec_total, 1);
 	if (ok && w->out_ptr)
 		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);
@@ -508,7 +507,7 @@ static __always_inline struct umt_ustack_rec *ustack_reserve(struct pt_regs *ctx
 
 static __always_inline void note_gpu_proc(__u32 tgid)
 {
-	struct gpu_proc zero = {};
+	struct umt_gpu_proc zero = {};
 
 	if (!bpf_map_lookup_elem(&gpu_procs, &tgid))
 		bpf_map_update_elem(&gpu_procs, &tgid, &zero, BPF_NOEXIST);
@@ -546,6 +545,7 @@ int BPF_KPROBE(gpu_call_entry)
 	w->pages_taken = 0;
 	w->pages_freed = 0;
 	fill_args(w, ctx, ck);
+	w->reserved = guard_admit(ck, w->size);
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
 	bpf_probe_read_kernel_str(w->pcomm, sizeof(w->pcomm), task->group_leader->comm);
 	capture_stack(w, ctx);
@@ -610,7 +610,7 @@ static __always_inline void charge_fault(struct window *w, unsigned int order)
 static __always_inline void count_outside_call(__u64 pages, bool freed)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct gpu_proc *p = bpf_map_lookup_elem(&gpu_procs, &tgid);
+	struct umt_gpu_proc *p = bpf_map_lookup_elem(&gpu_procs, &tgid);
 
 	if (!p)
 		return;
@@ -624,20 +624,28 @@ SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
 	bool busy = READ_ONCE(open_windows) || READ_ONCE(faults_pending);
+	__u64 pages = 1ULL << order, unreserved = pages;
 	struct window *w = NULL;
 
-	if (!busy && !count_outside)
+	if (!busy && !count_outside && !guard_on)
 		return 0;
-	if (!page || !umt_gfp_from_task(gfp))
+	if (!page)
 		return 0;
+	if (!umt_gfp_from_task(gfp))
+		goto guard;
 	if (busy)
 		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
-	if (w && w->depth)
-		w->pages_taken += 1ULL << order;
-	else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE))
+	if (w && w->depth) {
+		w->pages_taken += pages;
+		unreserved = guard_draw(&w->reserved, pages);
+	} else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE)) {
 		charge_fault(w, order);
-	else if (count_outside)
-		count_outside_call(1ULL << order, false);
+	} else if (count_outside) {
+		count_outside_call(pages, false);
+	}
+guard:
+	/* Every page counts for the headroom, an interrupt's too. */
+	guard_page_alloc(pages, unreserved, gfp);
 	return 0;
 }
 
@@ -684,10 +692,31 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 {
 	struct window *w = current_window();
 
+	guard_page_free(1ULL << order);
 	if (w)
 		w->pages_freed += 1ULL << order;
 	else if (count_outside)
 		count_outside_call(1ULL << order, true);
+	return 0;
+}
+
+/*
+ * Direct reclaim: the allocating task itself reclaims, so it is current.
+ * On unified memory the driver's pages cannot be reclaimed, so a GPU job
+ * reclaiming under LOW is a job about to take the host down.
+ */
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(direct_reclaim, int order, gfp_t gfp)
+{
+	guard_reclaim(gfp);
+	return 0;
+}
+
+/* Context for the record: kswapd woken means the host is short already. */
+SEC("tp_btf/mm_vmscan_wakeup_kswapd")
+int BPF_PROG(kswapd_wake, int nid, int zid, int order, gfp_t gfp)
+{
+	__sync_fetch_and_add(&guard_kswapd_wakes, 1);
 	return 0;
 }
 

@@ -27,6 +27,7 @@ enum umt_rec_type {
 	UMT_REC_CALL = 1,	/* one GPU allocation or free call */
 	UMT_REC_PROC_EXIT = 2,	/* a process that made GPU calls has exited */
 	UMT_REC_USTACK = 3,	/* registers and raw stack at a call's entry */
+	UMT_REC_GUARD = 4,	/* the guard stopped (or, dry, would stop) a process */
 };
 
 /*
@@ -130,6 +131,52 @@ struct umt_ustack_rec {
 	__u32 pad;
 	__u64 regs[UMT_USTACK_REGS];
 	__u8 stack[UMT_USTACK_MAX];
+};
+
+/*
+ * Per process that made a GPU call (the gpu_procs map): host pages taken
+ * and freed outside GPU calls (with count_outside), and how often it
+ * entered direct reclaim.
+ */
+struct umt_gpu_proc {
+	__u64 outside_alloc;	/* pages */
+	__u64 outside_freed;
+	__u64 reclaims;
+};
+
+/* Why the guard's kernel side stopped a process. */
+enum umt_guard_reason {
+	UMT_GUARD_ADMISSION = 1,	/* a GPU call's host cost would cross the floor */
+	UMT_GUARD_FLOOR = 2,	/* a page it took crossed the floor */
+	UMT_GUARD_RECLAIM = 3,	/* it entered direct reclaim under LOW */
+	UMT_GUARD_POLICY = 4,	/* user space's sampled rule (never sent by BPF) */
+};
+
+/* Which processes the guard may stop. */
+enum umt_guard_scope {
+	UMT_SCOPE_GPU = 0,	/* those that made a GPU allocation call */
+	UMT_SCOPE_ALL = 1,
+	UMT_SCOPE_PIDS = 2,	/* listed in the guard_scope_pids map */
+	UMT_SCOPE_CGROUP = 3,	/* in the cgroup (or below) in guard_cgroup */
+};
+
+/* Process names the kernel side never stops, besides pid 1 and itself. */
+#define UMT_GUARD_MAX_PROTECT 16
+
+struct umt_guard_rec {
+	__u32 type;		/* UMT_REC_GUARD */
+	__u32 reason;		/* enum umt_guard_reason */
+	__u64 ts_ns;
+	__u32 pid;		/* tgid: the process stopped */
+	__u32 tid;		/* the thread that allocated */
+	__s32 sig_ret;		/* bpf_send_signal's result: non-zero, user space sends */
+	__u32 api;		/* UMT_GUARD_ADMISSION: the entry point */
+	__s64 headroom_pages;	/* above the floor (LOW for reclaim), before it */
+	__u64 cost_bytes;	/* the call's host cost, or the pages that crossed */
+	__u32 dry_run;		/* nothing was sent */
+	__u32 pad;
+	char comm[TASK_COMM_LEN];
+	char pcomm[TASK_COMM_LEN];
 };
 
 #endif /* UMTRACE_H */

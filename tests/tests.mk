@@ -20,7 +20,7 @@ UMT_TESTS_OUT := $(OUT)/tests
 FAKECUDA_LIB := $(UMT_TESTS_OUT)/libcuda.so.1
 TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
 	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest \
-	$(UMT_TESTS_OUT)/nofp_chain
+	$(UMT_TESTS_OUT)/nofp_chain $(UMT_TESTS_OUT)/pagehog
 
 # The fake must keep default symbol visibility and semantic interposition
 # (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
@@ -58,6 +58,12 @@ $(UMT_TESTS_OUT)/nofp_chain: $(UMT_WORKLOADS_DIR)/nofp_chain.c \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(UMT_NOFP_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
 		$(UMT_WORKLOAD_LDFLAGS)
+
+# No GPU call at all: the guard's page-level backstop.
+$(UMT_TESTS_OUT)/pagehog: $(UMT_WORKLOADS_DIR)/pagehog.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
 
 # Checks the fake on its own (TAP output, non-zero exit on failure).
 $(UMT_TESTS_OUT)/fakecuda_selftest: $(UMT_FAKECUDA_DIR)/fake_selftest.c \

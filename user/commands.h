@@ -13,5 +13,11 @@ void report_usage(FILE *f);
 void top_usage(FILE *f);
 int cmd_record(int argc, char **argv);
 void record_usage(FILE *f);
+int cmd_guard(int argc, char **argv);
+void guard_usage(FILE *f);
+int cmd_status(int argc, char **argv);
+void status_usage(FILE *f);
+int cmd_resume(int argc, char **argv);
+void resume_usage(FILE *f);
 
 #endif /* UMTRACE_COMMANDS_H */

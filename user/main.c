@@ -26,6 +26,12 @@ static const struct command commands[] = {
 	  "live view of the host memory held by GPU allocations, per process" },
 	{ "record", cmd_record, record_usage,
 	  "record GPU calls, stacks and host memory to a file for report" },
+	{ "guard", cmd_guard, guard_usage,
+	  "stop the job about to take the host below a floor, decided in the kernel" },
+	{ "status", cmd_status, status_usage,
+	  "show the running guard's thresholds, headroom and stopped processes" },
+	{ "resume", cmd_resume, resume_usage,
+	  "continue processes the guard stopped" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -86,6 +86,26 @@ static uint64_t ringbuf_size(uint64_t want)
 	return sz;
 }
 
+static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
+{
+	uint32_t i;
+	long ps = sysconf(_SC_PAGESIZE);
+	int cpus = libbpf_num_possible_cpus();
+
+	skel->rodata->page_shift = (uint32_t)__builtin_ctzl(ps > 0 ? ps : 4096);
+	if (!g)
+		return;
+	skel->rodata->guard_on = g->on;
+	skel->rodata->guard_dry_run = g->dry_run;
+	skel->rodata->guard_scope = g->scope;
+	skel->rodata->guard_self = (uint32_t)getpid();
+	skel->rodata->guard_nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	skel->rodata->guard_cost_apis = g->cost_apis;
+	skel->rodata->guard_n_protect = g->n_protect;
+	for (i = 0; i < g->n_protect && i < UMT_GUARD_MAX_PROTECT; i++)
+		memcpy((char *)skel->rodata->guard_protect[i], g->protect[i], TASK_COMM_LEN);
+}
+
 int probes__load(struct probes *p, const struct probe_cfg *cfg)
 {
 	struct umtrace_bpf *skel;
@@ -127,6 +147,10 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		wlog("--managed-faults: this architecture has no tracepoint with the fault address");
 	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
 	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);
+	set_guard(skel, cfg->guard);
+	bpf_program__set_autoload(skel->progs.direct_reclaim,
+				  cfg->guard || cfg->count_outside);
+	bpf_program__set_autoload(skel->progs.kswapd_wake, !!cfg->guard);
 
 	err = umtrace_bpf__load(skel);
 	if (err) {
@@ -316,13 +340,13 @@ int probes__add_pid(struct probes *p, pid_t pid)
 int probes__outside_pages(const struct probes *p, uint32_t pid,
 			  uint64_t *taken, uint64_t *freed)
 {
-	uint64_t v[2];	/* struct gpu_proc in the BPF object */
+	struct umt_gpu_proc v;
 
 	if (bpf_map__lookup_elem(p->skel->maps.gpu_procs, &pid, sizeof(pid),
-				 v, sizeof(v), 0))
+				 &v, sizeof(v), 0))
 		return -errno;
-	*taken = v[0];
-	*freed = v[1];
+	*taken = v.outside_alloc;
+	*freed = v.outside_freed;
 	return 0;
 }
 

@@ -10,9 +10,21 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <linux/types.h>
+#include "umtrace.h"
 
 struct umtrace_bpf;
 struct bpf_link;
+
+/* The guard's kernel side (bpf/guard.bpf.h), fixed at load. */
+struct guard_kcfg {
+	bool on;
+	bool dry_run;		/* decide and report, send nothing */
+	uint32_t scope;		/* enum umt_guard_scope */
+	uint64_t cost_apis;	/* bit n: API n's size costs host memory */
+	uint32_t n_protect;
+	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
+};
 
 struct probe_cfg {
 	uint64_t ringbuf_bytes;	/* rounded up to a power of two pages */
@@ -22,6 +34,7 @@ struct probe_cfg {
 	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
 	bool count_outside;	/* host pages GPU processes take outside calls */
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
+	const struct guard_kcfg *guard;	/* NULL: no guard */
 };
 
 struct probes {

@@ -36,6 +36,7 @@ void session__init(struct session *s, struct attach_opts *ao, char **cmd,
 	s->ops = ops;
 	s->ctx = ctx;
 	s->tick_ms = 1000;
+	s->poll_ms = 100;
 }
 
 static uint64_t mono_ms(void)
@@ -180,6 +181,12 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (s->ops->on_ustack)
 			s->ops->on_ustack(s->ctx, data);
 		return 0;
+	case UMT_REC_GUARD:
+		if (size < sizeof(struct umt_guard_rec))
+			break;
+		if (s->ops->on_guard)
+			s->ops->on_guard(s->ctx, data);
+		return 0;
 	}
 	s->bad_records++;
 	return 0;
@@ -205,6 +212,7 @@ static int load_and_attach(struct session *s)
 		.batch_wakeups = s->batch_wakeups,
 		.count_outside = s->count_outside,
 		.managed_faults = s->ao->managed_faults,
+		.guard = s->guard,
 	};
 	size_t i;
 	int err;
@@ -287,7 +295,7 @@ int session__run(struct session *s)
 
 	next_scan = s->ao->rescan_ms ? start + s->ao->rescan_ms : UINT64_MAX;
 	while (!exiting) {
-		err = ring_buffer__poll(s->rb, 100);
+		err = ring_buffer__poll(s->rb, s->poll_ms);
 		/* Records sent without a wake-up are read here. */
 		if (err >= 0 && s->batch_wakeups)
 			err = ring_buffer__consume(s->rb);

@@ -26,6 +26,8 @@ struct session_ops {
 	void (*on_tick)(void *ctx);	/* once per tick_ms */
 	/* Raw stack at a call's entry; comes before that call's on_call. */
 	void (*on_ustack)(void *ctx, const struct umt_ustack_rec *r);
+	/* The guard's kernel side stopped (or, dry, would stop) a process. */
+	void (*on_guard)(void *ctx, const struct umt_guard_rec *r);
 };
 
 struct session {
@@ -33,7 +35,8 @@ struct session {
 	char **cmd;			/* argv of COMMAND, or NULL */
 	const struct session_ops *ops;
 	void *ctx;
-	uint64_t tick_ms;
+	uint64_t tick_ms;		/* on_tick may change it */
+	int poll_ms;			/* ring buffer wait; ticks are no finer */
 	uint64_t duration_ms;		/* 0: until stopped */
 	bool quiet_pages;		/* no-libcuda mode prints nothing */
 	uint32_t ustack_bytes;		/* raw stack per call for on_ustack, 0: none */
@@ -44,6 +47,7 @@ struct session {
 	 */
 	bool batch_wakeups;
 	bool count_outside;		/* see struct probe_cfg */
+	const struct guard_kcfg *guard;	/* NULL: no guard */
 	/* state */
 	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	struct probes probes;

@@ -26,6 +26,14 @@ static int proc_cmp(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+const struct summary_proc *summary__proc(const struct summary *s, uint32_t pid)
+{
+	struct summary_proc key = { .pid = pid }, **slot;
+
+	slot = tfind(&key, &s->procs, proc_cmp);
+	return slot ? *slot : NULL;
+}
+
 static struct summary_proc *proc_get(struct summary *s, uint32_t pid)
 {
 	struct summary_proc key = { .pid = pid }, *n, **slot;

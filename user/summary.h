@@ -87,6 +87,8 @@ void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r);
 struct summary_row *summary__rows(const struct summary *s, size_t *n);
 /* Host bytes a process's allocations hold by the platform's cost model. */
 uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc *p);
+/* One process, or NULL if it made no call seen. */
+const struct summary_proc *summary__proc(const struct summary *s, uint32_t pid);
 /* Processes sorted by pid; the caller frees the array. */
 struct summary_proc *summary__procs(const struct summary *s, size_t *n);
 void summary__print_text(const struct summary *s, FILE *f);

@@ -4,6 +4,7 @@
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -132,6 +133,8 @@ class Env:
                 p.wait()
         self._procs = []
         for t in self._tmp:
-            if os.path.exists(t):
+            if os.path.isdir(t) and not os.path.islink(t):
+                shutil.rmtree(t)
+            elif os.path.lexists(t):
                 os.unlink(t)
         self._tmp = []

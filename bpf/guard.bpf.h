@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The guard's kernel side: keep a fresh headroom figure and stop the
+ * process whose allocation would take the host below the floor, in the
+ * allocating task itself, before it gets another page.
+ *
+ * Headroom. User space samples MemAvailable (or MemFree) and writes it
+ * here as an anchor, in pages, together with the net page count it read at
+ * the same moment. Every page allocated or freed since moves a net
+ * counter, so
+ *
+ *	headroom = anchor + net_at_anchor - net_now - reserved - floor
+ *
+ * is current to the page. The net counter is per CPU and folded into the
+ * shared one every GUARD_BATCH pages; near the floor (less headroom than
+ * every CPU's batch together) it is folded on every page, so the figure is
+ * exact where it matters and costs no shared cache line elsewhere.
+ *
+ * Admission. At a GPU allocation's entry its host cost (its size, for the
+ * APIs user space says cost host memory on this platform) is reserved up
+ * front: if that takes the headroom below zero the reservation is undone
+ * and the caller is stopped before the call runs. An admitted call's pages
+ * are drawn from its reservation as they arrive, so they are not counted
+ * twice; what is left is returned when the call ends.
+ *
+ * Backstop. Any other page taken with no headroom left stops the task
+ * that took it, and direct reclaim entered under LOW stops it too. Only a
+ * task allocating for itself is stopped: a kernel thread or an interrupt
+ * (which runs on an innocent task) never is.
+ */
+#ifndef UMTRACE_GUARD_BPF_H
+#define UMTRACE_GUARD_BPF_H
+
+#define GUARD_SIGSTOP		19
+#define GUARD_PF_KTHREAD	0x00200000U
+/* Pages a CPU may count before folding them into the shared counter. */
+#define GUARD_BATCH		64
+/* One stop a process per this long: its other threads keep allocating
+ * until each returns to user space, and a resumed process must be
+ * stoppable again at once. */
+#define GUARD_RESEND_NS		(100 * 1000 * 1000ULL)
+
+/* Set by user space before load. */
+const volatile bool guard_on = false;
+const volatile bool guard_dry_run = false;
+const volatile __u32 guard_scope = UMT_SCOPE_GPU;
+const volatile __u32 guard_self = 0;	/* umtrace's own tgid */
+const volatile __u32 page_shift = 12;
+const volatile __u32 guard_nr_cpus = 1;
+/* Bit n: API n's size is host memory on this platform (admission cost). */
+const volatile __u64 guard_cost_apis = 0;
+const volatile __u32 guard_n_protect = 0;
+const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN] = {};
+
+/* Written by user space while running (the mmap'ed .bss). */
+__s64 guard_anchor;		/* metric pages at the sample + net then */
+__s64 guard_floor;		/* pages */
+__s64 guard_low;		/* pages */
+bool guard_armed;		/* an anchor has been written */
+
+/* Kept here, read by user space. */
+__s64 guard_net;		/* pages allocated minus freed, host-wide */
+__s64 guard_reserved;		/* pages reserved by admitted calls in flight */
+__u64 guard_checks;		/* admission decisions */
+__u64 guard_stops;		/* stop records sent (dry runs included) */
+__u64 guard_send_failed;	/* bpf_send_signal errors: user space retries */
+__u64 guard_reclaims;		/* direct reclaim entries, host-wide */
+__u64 guard_kswapd_wakes;
+
+struct guard_cpu {
+	__s64 delta;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct guard_cpu);
+} guard_cpus SEC(".maps");
+
+/* Last stop sent per process (tgid -> ktime). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} guard_sent SEC(".maps");
+
+/* --scope pid:/comm: (user space keeps the list). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+} guard_scope_pids SEC(".maps");
+
+/* --scope cgroup: slot 0 holds the cgroup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} guard_cgroup SEC(".maps");
+
+static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
+{
+	return READ_ONCE(guard_anchor) - READ_ONCE(guard_net) - local -
+	       READ_ONCE(guard_reserved) - threshold;
+}
+
+/*
+ * Count pages (negative: freed) and return the headroom above the floor
+ * that is left after them.
+ */
+static __always_inline __s64 guard_count(__s64 pages)
+{
+	__u32 zero = 0;
+	struct guard_cpu *c = bpf_map_lookup_elem(&guard_cpus, &zero);
+	__s64 d, room;
+
+	if (!c)
+		return 1;
+	d = c->delta + pages;
+	room = guard_headroom(d, READ_ONCE(guard_floor));
+	if (d >= GUARD_BATCH || d <= -GUARD_BATCH ||
+	    room < (__s64)guard_nr_cpus * GUARD_BATCH) {
+		__sync_fetch_and_add(&guard_net, d);
+		d = 0;
+	}
+	c->delta = d;
+	return room;
+}
+
+static __always_inline bool comm_eq(const char *a, const volatile char *b)
+{
+	int i;
+
+	for (i = 0; i < TASK_COMM_LEN; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid)
+{
+	char comm[TASK_COMM_LEN];
+	__u32 i;
+
+	if (tgid <= 1 || tgid == guard_self || (task->flags & GUARD_PF_KTHREAD))
+		return true;
+	bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm);
+	for (i = 0; i < UMT_GUARD_MAX_PROTECT; i++) {
+		if (i >= guard_n_protect)
+			break;
+		if (comm_eq(comm, guard_protect[i]))
+			return true;
+	}
+	return false;
+}
+
+static __always_inline bool guard_in_scope(__u32 tgid)
+{
+	switch (guard_scope) {
+	case UMT_SCOPE_ALL:
+		return true;
+	case UMT_SCOPE_PIDS:
+		return bpf_map_lookup_elem(&guard_scope_pids, &tgid) != NULL;
+	case UMT_SCOPE_CGROUP:
+		return bpf_current_task_under_cgroup(&guard_cgroup, 0) == 1;
+	default:
+		return bpf_map_lookup_elem(&gpu_procs, &tgid) != NULL;
+	}
+}
+
+/* At most one stop per process per GUARD_RESEND_NS. */
+static __always_inline bool guard_claim(__u32 tgid, __u64 now)
+{
+	__u64 *last = bpf_map_lookup_elem(&guard_sent, &tgid);
+
+	if (last && now - *last < GUARD_RESEND_NS)
+		return false;
+	bpf_map_update_elem(&guard_sent, &tgid, &now, BPF_ANY);
+	return true;
+}
+
+/*
+ * Stop the current process (the whole thread group: SIGSTOP is a
+ * process-wide signal) and tell user space why. Returns whether a stop
+ * was decided.
+ */
+static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u32 api)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct umt_guard_rec *r;
+	__u32 tgid = id >> 32;
+	long ret = 0;
+
+	if (guard_protected(task, tgid) || !guard_in_scope(tgid))
+		return false;
+	if (!guard_claim(tgid, now))
+		return false;
+	if (!guard_dry_run)
+		ret = bpf_send_signal(GUARD_SIGSTOP);
+	if (ret)
+		__sync_fetch_and_add(&guard_send_failed, 1);
+	__sync_fetch_and_add(&guard_stops, 1);
+	__sync_fetch_and_add(&rec_total, 1);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&rec_dropped, 1);
+		return true;
+	}
+	r->type = UMT_REC_GUARD;
+	r->reason = reason;
+	r->ts_ns = now;
+	r->pid = tgid;
+	r->tid = (__u32)id;
+	r->sig_ret = ret;
+	r->api = api;
+	r->headroom_pages = room;
+	r->cost_bytes = cost;
+	r->dry_run = guard_dry_run;
+	r->pad = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	bpf_probe_read_kernel_str(r->pcomm, sizeof(r->pcomm), task->group_leader->comm);
+	/* The stop must reach user space now, not at the next batch. */
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+	return true;
+}
+
+/*
+ * Admission at a GPU allocation's entry: reserve its host cost, or stop
+ * the caller before the call runs. Returns the pages reserved.
+ */
+static __always_inline __s64 guard_admit(__u64 ck, __u64 size)
+{
+	__u32 api = UMT_CK_API(ck);
+	__s64 cost, room;
+
+	if (!guard_on || !READ_ONCE(guard_armed) || (ck & UMT_CK_FREE))
+		return 0;
+	if (api >= 64 || !(guard_cost_apis & (1ULL << api)))
+		return 0;
+	cost = (size + (1ULL << page_shift) - 1) >> page_shift;
+	if (cost <= 0)
+		return 0;
+	__sync_fetch_and_add(&guard_checks, 1);
+	__sync_fetch_and_add(&guard_reserved, cost);
+	room = guard_headroom(0, READ_ONCE(guard_floor));
+	if (room >= 0)
+		return cost;
+	__sync_fetch_and_add(&guard_reserved, -cost);
+	guard_stop(UMT_GUARD_ADMISSION, room + cost, size, api);
+	return 0;
+}
+
+/* Pages of an admitted call come out of its reservation first. */
+static __always_inline __u64 guard_draw(__s64 *reserved, __u64 pages)
+{
+	__s64 take = *reserved;
+
+	if (take <= 0)
+		return pages;
+	if (take > (__s64)pages)
+		take = pages;
+	*reserved -= take;
+	__sync_fetch_and_add(&guard_reserved, -take);
+	return pages - take;
+}
+
+static __always_inline void guard_release(__s64 *reserved)
+{
+	if (*reserved > 0)
+		__sync_fetch_and_add(&guard_reserved, -*reserved);
+	*reserved = 0;
+}
+
+/*
+ * A page was allocated; unreserved says how many of its pages no
+ * admitted call had reserved. Stop the task if they cross the floor.
+ */
+static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
+					     unsigned int gfp)
+{
+	__s64 room;
+
+	if (!guard_on || !READ_ONCE(guard_armed))
+		return;
+	/*
+	 * All pages go into net; those drawn from a reservation left it
+	 * already (guard_draw), so the headroom moved only by the rest.
+	 */
+	room = guard_count(pages);
+	if (room >= 0 || !unreserved)
+		return;
+	if (!umt_gfp_from_task(gfp))
+		return;
+	guard_stop(UMT_GUARD_FLOOR, room, unreserved << page_shift, 0);
+}
+
+static __always_inline void guard_page_free(__u64 pages)
+{
+	if (!guard_on || !READ_ONCE(guard_armed))
+		return;
+	guard_count(-(__s64)pages);
+}
+
+/* Direct reclaim entered by a task in scope while under LOW. */
+static __always_inline void guard_reclaim(unsigned int gfp)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct umt_gpu_proc *p;
+	__s64 room;
+
+	__sync_fetch_and_add(&guard_reclaims, 1);
+	p = bpf_map_lookup_elem(&gpu_procs, &tgid);
+	if (p)
+		__sync_fetch_and_add(&p->reclaims, 1);
+	if (!guard_on || !READ_ONCE(guard_armed) || !umt_gfp_from_task(gfp))
+		return;
+	room = guard_headroom(0, READ_ONCE(guard_low));
+	if (room >= 0)
+		return;
+	guard_stop(UMT_GUARD_RECLAIM, room, 0, 0);
+}
+
+#endif /* UMTRACE_GUARD_BPF_H */

@@ -1,0 +1,317 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""umtrace guard: stops the job before the host goes below the floor.
+
+Every floor is set relative to the headroom at the start of the test (a
+few GiB below what is available), so the real host is never at risk.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def meminfo(key="MemAvailable"):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {key} in /proc/meminfo")
+
+
+def state_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return None
+
+
+def wait_state(pid, want, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = state_of(pid)
+        if st == want:
+            return True
+        if st is None:
+            return False
+        time.sleep(0.005)
+    return False
+
+
+class Guard:
+    """`umtrace guard` in the background, attached and armed."""
+
+    def __init__(self, env, floor, extra=(), low=None):
+        self.env = env
+        self.state = env.tmpfile("guard.state")
+        low = low if low is not None else floor + 64 * MIB
+        argv = [env.umtrace, "guard", "--libcuda", env.fake, "--platform", "unified",
+                "--state-file", self.state, "--floor", str(floor), "--low", str(low),
+                "--drop", str(64 * GIB // 100), *extra]
+        self.p = env.popen(argv)
+        self.armed = ""
+        self.early = ""		# what it said before it was armed
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = self.p.stderr.readline()
+            if not line:
+                break
+            self.early += line
+            if "guard: armed" in line:
+                self.armed = line
+                break
+        assert self.armed, f"guard did not arm: {line!r}"
+
+    def stop(self):
+        self.p.send_signal(signal.SIGINT)
+        out, err = self.p.communicate(timeout=30)
+        assert self.p.returncode == 0, err[-800:]
+        return self.early + err
+
+    def umtrace(self, *args):
+        return subprocess.run([self.env.umtrace, args[0], "--state-file", self.state,
+                               *args[1:]],
+                              capture_output=True, text=True, timeout=30)
+
+
+def ballast(env, size):
+    """A process (out of the guard's default scope) holding size bytes."""
+    p = env.popen(["python3", "-c",
+                   f"import sys,time; b=b'\\x01'*{size}; print('ready', flush=True); "
+                   "time.sleep(600)"])
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def test_guard_gpu_hog_stopped_before_floor(env):
+    """64 MiB cuMemAlloc_v2 calls as fast as they come: stopped (state T) at
+    the call that would cross the floor, before it runs; the floor is never
+    crossed; after memory comes back and `umtrace resume`, the hog finishes
+    with every allocation made."""
+    floor = meminfo() - 3584 * MIB
+    g = Guard(env, floor, extra=["--metrics-file", env.tmpfile("guard.prom"),
+                                 "--postmortem-dir", env.tmpfile("pm")])
+    env._tmp.append(env.tmpfile("guard.prom") + ".tmp")
+    shutil.rmtree(env.tmpfile("pm"), ignore_errors=True)
+    extra = ballast(env, 2 * GIB)		# leaves about 1.5 GiB above the floor
+    truth = env.tmpfile("hog.json")
+    hog = env.popen([env.alloc_mix, "-n", "40", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", truth])
+    min_avail = meminfo()
+    deadline = time.monotonic() + 30
+    while state_of(hog.pid) != "T" and time.monotonic() < deadline:
+        assert hog.poll() is None, "the hog finished: never stopped"
+        min_avail = min(min_avail, meminfo())
+        time.sleep(0.002)
+    assert state_of(hog.pid) == "T", "the hog was not stopped"
+    time.sleep(0.3)
+    held = meminfo()
+    assert held >= floor, f"below the floor by {(floor - held) / MIB:.1f} MiB"
+    assert min_avail >= floor, f"crossed the floor by {(floor - min_avail) / MIB:.1f} MiB"
+    print(f"    stopped with {(held - floor) / MIB:.0f} MiB above the floor")
+
+    st = g.umtrace("status", "--json")
+    assert st.returncode == 0, st.stderr
+    status = json.loads(st.stdout)
+    stopped = [s for s in status["stopped"] if s["pid"] == hog.pid]
+    assert stopped and stopped[0]["reason"] == "admission", status
+    assert stopped[0]["still_stopped"], status
+    assert status["kernel_stops"] >= 1 and status["checks"] >= 1, status
+
+    # Memory comes back; the operator resumes the job.
+    extra.kill()
+    extra.wait()
+    time.sleep(0.2)
+    r = g.umtrace("resume", str(hog.pid))
+    assert r.returncode == 0, r.stderr
+    assert hog.wait(timeout=60) == 0, hog.stderr.read()
+    with open(truth) as f:
+        t = json.load(f)
+    a = t["calls"]["cuMemAlloc_v2"]
+    assert a["calls"] == 40 and a["failed"] == 0 and a["bytes"] == 40 * 64 * MIB, a
+
+    err = g.stop()
+    assert "guard: stop pid=%d " % hog.pid in err and "reason=admission" in err, err
+    assert "resumed pid=%d" % hog.pid in err, err
+    bundles = os.listdir(env.tmpfile("pm"))
+    assert len(bundles) == 1, bundles
+    b = os.path.join(env.tmpfile("pm"), bundles[0])
+    for name in ("event.txt", "report.txt", "held.folded"):
+        assert os.path.getsize(os.path.join(b, name)) > 0, name
+    with open(os.path.join(b, "held.folded")) as f:
+        lines = f.read().splitlines()
+    assert lines and all(l.startswith("alloc_mix (%d);" % hog.pid) for l in lines), lines
+    assert all(l.rsplit(";", 1)[1].startswith("cuMemAlloc_v2 ") for l in lines), lines
+    assert oct(os.stat(b).st_mode & 0o777) == "0o700"
+    # The flight recorder's last minutes, readable like any recording.
+    rep = subprocess.run([env.umtrace, "report", "--json", os.path.join(b, "recording.umt")],
+                         capture_output=True, text=True, timeout=60)
+    assert rep.returncode == 0, rep.stderr
+    objs = [json.loads(l) for l in rep.stdout.splitlines() if l.startswith("{")]
+    stops = [o for o in objs if o["event"] == "stop"]
+    assert stops and stops[0]["pid"] == hog.pid, stops
+    sites = [o for o in objs if o["event"] == "callsite" and o["api"] == "cuMemAlloc_v2"]
+    assert sites and sites[0]["calls"] >= 10, sites
+    shutil.rmtree(env.tmpfile("pm"))
+    with open(env.tmpfile("guard.prom")) as f:
+        prom = f.read()
+    assert 'umtrace_guard_stops_total{reason="admission"} 1' in prom, prom
+    if shutil.which("promtool"):
+        p = subprocess.run(["promtool", "check", "metrics"], input=prom,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_guard_page_hog_stopped_at_floor(env):
+    """A hog that only faults in anonymous pages, in scope by name, is
+    stopped by the page-level backstop within 16 MiB past the floor."""
+    floor = meminfo() - 1536 * MIB
+    g = Guard(env, floor, extra=["--scope", "comm:^pagehog$"])
+    hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t", "3072",
+                     "-w", "5000"])
+    assert wait_state(hog.pid, "T", 30), f"pagehog not stopped (state {state_of(hog.pid)})"
+    time.sleep(0.3)
+    held = meminfo()
+    past = floor - held
+    print(f"    stopped {past / MIB:+.1f} MiB past the floor")
+    assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
+    err = g.stop()
+    assert "reason=floor" in err, err
+    hog.kill()
+
+
+def test_guard_spares_protected_and_out_of_scope(env):
+    """Three GPU jobs cross the floor at once: only the one in scope and not
+    protected is stopped; the others are never signalled."""
+    d = env.tmpfile("bin")
+    os.makedirs(d, exist_ok=True)
+    names = {}
+    for name in ("gpuhog", "gpuprot", "gpuother"):
+        names[name] = os.path.join(d, name)
+        shutil.copy(env.alloc_mix, names[name])
+    floor = meminfo() - 1024 * MIB
+    g = Guard(env, floor, extra=["--scope", "comm:^gpu(hog|prot)$", "--protect", "gpuprot"])
+    hog = env.popen([names["gpuhog"], "-n", "40", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", "/dev/null"])
+    assert wait_state(hog.pid, "T", 30), "gpuhog was not stopped"
+    # The floor is crossed now: every allocation of theirs would cross it.
+    others = [env.popen([names[n], "-n", "4", "-s", "32M", "-a", "alloc", "-k", "-o",
+                         "/dev/null"]) for n in ("gpuprot", "gpuother")]
+    for o in others:
+        deadline = time.monotonic() + 30
+        while o.poll() is None and time.monotonic() < deadline:
+            assert state_of(o.pid) != "T", "a protected or out-of-scope job was stopped"
+            time.sleep(0.002)
+        assert o.returncode == 0
+    err = g.stop()
+    assert "pid=%d" % hog.pid in err, err
+    for o in others:
+        assert "pid=%d " % o.pid not in err, err
+    hog.kill()
+    shutil.rmtree(d)
+
+
+def test_guard_dry_run_signals_nothing(env):
+    """--dry-run logs the decision and stops nothing."""
+    floor = meminfo() - 1024 * MIB
+    g = Guard(env, floor, extra=["--dry-run"])
+    hog = env.popen([env.alloc_mix, "-n", "24", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", "/dev/null"])
+    while hog.poll() is None:
+        assert state_of(hog.pid) != "T", "dry run stopped the hog"
+        time.sleep(0.002)
+    assert hog.returncode == 0
+    err = g.stop()
+    assert "guard: would-stop pid=%d " % hog.pid in err, err
+
+
+def test_guard_freeze_and_thaw_cgroup(env):
+    """--action freeze freezes the hog's cgroup; resume thaws it."""
+    root = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if " - cgroup2 " in line:
+                root = line.split()[4]
+                break
+    if not root:
+        raise __import__("harness").Skip("cgroup v2 is not mounted")
+    cg = os.path.join(root, f"umtrace-test-{os.getpid()}")
+    os.makedirs(cg, exist_ok=True)
+    try:
+        floor = meminfo() - 1024 * MIB
+        g = Guard(env, floor, extra=["--action", "freeze"])
+        hog = env.popen(["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {env.alloc_mix} "
+                         "-n 24 -s 64M -a alloc -k -o /dev/null -w 2000"])
+        deadline = time.monotonic() + 30
+        frozen = False
+        while time.monotonic() < deadline and not frozen:
+            with open(os.path.join(cg, "cgroup.events")) as f:
+                frozen = "frozen 1" in f.read()
+            time.sleep(0.01)
+        assert frozen, "the cgroup was not frozen"
+        r = g.umtrace("resume", "--all")
+        assert r.returncode == 0, r.stderr
+        with open(os.path.join(cg, "cgroup.events")) as f:
+            assert "frozen 0" in f.read()
+        assert wait_state(hog.pid, "S", 10) or hog.poll() is not None
+        hog.kill()
+        hog.wait()
+        g.stop()
+    finally:
+        os.rmdir(cg)
+
+
+def test_guard_bad_options(env):
+    """Bad thresholds, scopes and actions: one line, exit 2, nothing loaded."""
+    cases = [
+        (["--floor", "101%"], "floor"),
+        (["--floor", "%"], "floor"),
+        (["--floor", "-5G"], "floor"),
+        (["--floor", "3G", "--low", "2G"], "low"),
+        (["--action", "kill"], "action"),
+        (["--scope", "pid:abc"], "scope"),
+        (["--metric", "rss"], "metric"),
+        (["-p", "1"], "--scope pid"),
+        (["--bogus"], "unknown option"),
+        (["--config", "/nonexistent/guard.conf"], "guard.conf"),
+    ]
+    for args, word in cases:
+        p = subprocess.run([env.umtrace, "guard", *args], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and word in lines[0], (args, p.stderr)
+
+
+def test_guard_killed_leaves_kernel_side_armed(env):
+    """kill -9 of the daemon: its pinned kernel side goes on stopping at the
+    floor; status says so; a new guard replaces it and a clean exit disarms."""
+    floor = meminfo() - 1024 * MIB
+    g = Guard(env, floor)
+    g.p.kill()
+    g.p.wait()
+    st = g.umtrace("status", "--json")
+    assert st.returncode == 1, st.stdout
+    status = json.loads(st.stdout)
+    assert not status["running"] and status["kernel_armed"], status
+    hog = env.popen([env.alloc_mix, "-n", "24", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", "/dev/null"])
+    assert wait_state(hog.pid, "T", 30), "the orphaned kernel side did not stop the hog"
+    time.sleep(0.3)
+    past = floor - meminfo()
+    print(f"    orphaned kernel side stopped the hog {past / MIB:+.1f} MiB past the floor")
+    assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
+    hog.kill()
+    hog.wait()
+    g2 = Guard(env, floor)
+    err = g2.stop()
+    assert "replacing the kernel side a previous guard left armed" in err, err
+    st = g.umtrace("status", "--json")
+    assert st.stdout, st.stderr
+    status = json.loads(st.stdout)
+    assert not status["kernel_armed"], status

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The running guard's state file, the only channel between the daemon and
+ * `umtrace status` / `umtrace resume`: a root-owned file (0600) replaced
+ * atomically, no socket, no listener. Line-based text:
+ *
+ *	umtrace-guard-state 1
+ *	KEY VALUE			(one per line, see guard_state.c)
+ *	stopped PID ACTION REASON TIME_UNIX CGROUP COMM
+ */
+#ifndef UMTRACE_GUARD_STATE_H
+#define UMTRACE_GUARD_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GUARD_STATE_DEFAULT "/run/umtrace/guard.state"
+#define GUARD_STATE_MAX_STOPPED 256
+
+struct guard_stopped {
+	uint32_t pid;
+	char action[16];	/* "stop", "freeze", "dry-run" */
+	char reason[16];	/* "admission", "floor", "reclaim", "policy" */
+	int64_t when;		/* unix seconds */
+	char cgroup[512];	/* "-" if none */
+	char comm[64];
+};
+
+struct guard_status {
+	uint32_t pid;		/* the daemon */
+	int64_t started, updated;	/* unix seconds */
+	uint64_t floor, low, drop, auto_resume;
+	char metric[16];	/* "available" or "free" */
+	char action[16];
+	bool dry_run;
+	int64_t headroom;	/* the kernel's, bytes above the floor */
+	uint64_t metric_value;	/* the last sample */
+	uint64_t checks, kernel_stops, policy_stops, send_failed, reclaims, samples;
+	size_t n_stopped;
+	struct guard_stopped stopped[GUARD_STATE_MAX_STOPPED];
+};
+
+/* Atomic replace (temp file, O_EXCL|O_NOFOLLOW, 0600, rename). 0 or -errno. */
+int guard_state__write(const char *path, const struct guard_status *st);
+/* 0, -ENOENT (no guard has run), -EINVAL (not a state file), -errno. */
+int guard_state__read(const char *path, struct guard_status *st);
+
+#endif /* UMTRACE_GUARD_STATE_H */
