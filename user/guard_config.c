@@ -130,12 +130,16 @@ static int scope_pids(struct guard_scope *sc, const char *list, const char *name
 static int scope_cgroup(struct guard_scope *sc, const char *path, const char *name,
 			const char *spec, char *err, size_t errlen)
 {
-	size_t root = strlen(CGROUP_MOUNT), n = 0;
-	const char *p = path, *end;
+	const char *mnt = cgroup2__root(), *p = path, *end;
+	size_t root, n = 0;
 	char *out;
 
+	/* Hybrid hosts mount cgroup v2 at /sys/fs/cgroup/unified. */
+	if (!mnt || strncmp(p, mnt, strlen(mnt)) || (p[strlen(mnt)] && p[strlen(mnt)] != '/'))
+		mnt = CGROUP_MOUNT;
+	root = strlen(mnt);
 	if (*p == '/') {
-		if (strncmp(p, CGROUP_MOUNT, root) || (p[root] && p[root] != '/')) {
+		if (strncmp(p, mnt, root) || (p[root] && p[root] != '/')) {
 			set_err(err, errlen, "invalid %s '%s': a cgroup path must be under %s or relative to it",
 				name, spec, CGROUP_MOUNT);
 			return -EINVAL;
@@ -204,6 +208,8 @@ static int scope_parse(struct guard_scope *sc, const char *spec, const char *nam
 
 	if (!strcmp(spec, "all")) {
 		n.kind = GUARD_SCOPE_ALL;
+	} else if (!strcmp(spec, "gpu")) {
+		n.kind = GUARD_SCOPE_GPU;
 	} else if (!strncmp(spec, "pid:", 4)) {
 		n.kind = GUARD_SCOPE_PIDS;
 		ret = scope_pids(&n, spec + 4, name, spec, err, errlen);
@@ -214,7 +220,7 @@ static int scope_parse(struct guard_scope *sc, const char *spec, const char *nam
 		n.kind = GUARD_SCOPE_COMM;
 		ret = scope_comm(&n, spec + 5, name, spec, err, errlen);
 	} else {
-		set_err(err, errlen, "invalid %s '%s': expected all, pid:LIST, cgroup:PATH or comm:REGEX",
+		set_err(err, errlen, "invalid %s '%s': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX",
 			name, spec);
 		return -EINVAL;
 	}
@@ -245,6 +251,7 @@ bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *com
 	size_t i, len;
 
 	switch (sc->kind) {
+	case GUARD_SCOPE_GPU:	/* the caller offers only GPU processes */
 	case GUARD_SCOPE_ALL:
 		return true;
 	case GUARD_SCOPE_PIDS:
@@ -276,7 +283,7 @@ void guard_scope__free(struct guard_scope *sc)
 	free(sc->cgroup);
 	free(sc->spec);
 	memset(sc, 0, sizeof(*sc));
-	sc->kind = GUARD_SCOPE_ALL;
+	sc->kind = GUARD_SCOPE_GPU;
 }
 
 /* --- protected processes --- */
@@ -762,7 +769,7 @@ void guard_config__init(struct guard_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->metric = GUARD_METRIC_AVAILABLE;
 	cfg->action = GUARD_ACT_STOP;
-	cfg->scope.kind = GUARD_SCOPE_ALL;
+	cfg->scope.kind = GUARD_SCOPE_GPU;
 	cfg->self_pid = getpid();
 }
 

@@ -21,6 +21,7 @@
 #define GUARD_SCOPE_MAX_PIDS 64
 
 enum guard_scope_kind {
+	GUARD_SCOPE_GPU,	/* processes that made GPU allocation calls */
 	GUARD_SCOPE_ALL,
 	GUARD_SCOPE_PIDS,
 	GUARD_SCOPE_CGROUP,	/* the cgroup and everything below it */
@@ -37,7 +38,7 @@ struct guard_scope {
 };
 
 /*
- * "all", "pid:1,2,3", "cgroup:/sys/fs/cgroup/a/b" or "cgroup:a/b",
+ * "gpu", "all", "pid:1,2,3", "cgroup:/sys/fs/cgroup/a/b" or "cgroup:a/b",
  * "comm:REGEX" (extended, unanchored: "comm:^python"). On success sc is
  * replaced (free it with guard_scope__free); on failure it is left alone.
  * 0, or -EINVAL/-ENOMEM with a one-line message.

@@ -27,6 +27,8 @@ uint32_t guard__scope_kind(const struct guard *g)
 	if (!g->cfg.scope.spec)
 		return UMT_SCOPE_GPU;
 	switch (g->cfg.scope.kind) {
+	case GUARD_SCOPE_GPU:
+		return UMT_SCOPE_GPU;
 	case GUARD_SCOPE_ALL:
 		return UMT_SCOPE_ALL;
 	case GUARD_SCOPE_CGROUP:

@@ -338,8 +338,8 @@ static void test_scope(void)
 	      "kind %d", sc.kind);
 	guard_scope__free(&sc);
 
-	scope_bad("bogus", "invalid scope 'bogus': expected all, pid:LIST, cgroup:PATH or comm:REGEX");
-	scope_bad("", "invalid scope '': expected all");
+	scope_bad("bogus", "invalid scope 'bogus': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX");
+	scope_bad("", "invalid scope '': expected gpu, all");
 	scope_bad("pid:", "invalid scope 'pid:': '' is not a pid");
 	scope_bad("pid:1,,2", "invalid scope 'pid:1,,2': '' is not a pid");
 	scope_bad("pid:0", "invalid scope 'pid:0': '0' is not a pid");
