@@ -19,5 +19,9 @@ int cmd_status(int argc, char **argv);
 void status_usage(FILE *f);
 int cmd_resume(int argc, char **argv);
 void resume_usage(FILE *f);
+int cmd_flamegraph(int argc, char **argv);
+void flamegraph_usage(FILE *f);
+int cmd_timeline(int argc, char **argv);
+void timeline_usage(FILE *f);
 
 #endif /* UMTRACE_COMMANDS_H */

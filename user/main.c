@@ -26,6 +26,10 @@ static const struct command commands[] = {
 	  "live view of the host memory held by GPU allocations, per process" },
 	{ "record", cmd_record, record_usage,
 	  "record GPU calls, stacks and host memory to a file for report" },
+	{ "flamegraph", cmd_flamegraph, flamegraph_usage,
+	  "flamegraph of a recording's call stacks: folded, SVG, pprof or speedscope" },
+	{ "timeline", cmd_timeline, timeline_usage,
+	  "draw a recording's host memory, GPU allocations and reclaim over time" },
 	{ "guard", cmd_guard, guard_usage,
 	  "stop the job about to take the host below a floor, decided in the kernel" },
 	{ "status", cmd_status, status_usage,
@@ -47,8 +51,8 @@ static void usage(FILE *f)
 "\n"
 "Commands:\n");
 	for (i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
-	fprintf(f, "  %-8s %s\n", "help", "show the help of a command");
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "  %-10s %s\n", "help", "show the help of a command");
 	fprintf(f,
 "\n"
 "Exit status: 0 on success, 1 on a runtime error, 2 on a usage error;\n"

@@ -19,13 +19,13 @@
 #include "log.h"
 #include "output.h"
 #include "recording.h"
+#include "replay.h"
 #include "session.h"
 #include "summary.h"
 #include "symbolize.h"
 #include "units.h"
 #include "unwind.h"
 
-#define MAX_SITES 65536
 #define MAX_STOPS 10000		/* guard stops kept from a recording */
 
 enum {
@@ -34,10 +34,6 @@ enum {
 
 /* What a recording holds besides calls, for its own lines of the report. */
 struct rec_seen {
-	struct recording_header hdr;
-	struct replay_stats st;
-	bool info_seen;
-	uint64_t last_ns;		/* of any record */
 	uint64_t samples;
 	uint64_t min_available;
 	uint32_t max_psi_some;		/* hundredths of a percent */
@@ -54,13 +50,9 @@ struct report {
 	const char *live_opt;		/* an option that only means something live */
 	bool platform_given;
 	struct session session;
-	struct summary summary;
-	struct callsites sites;
+	struct replay_view view;	/* the summary and call sites, live or from FILE */
 	enum stack_mode stack;
 	struct callstack cs;
-	uint64_t page_size;
-	uint64_t first_ns, last_ns;
-	uint64_t dropped;
 	struct rec_seen rec;
 };
 
@@ -184,18 +176,6 @@ static int parse_args(struct report *rp, int argc, char **argv)
 	return 0;
 }
 
-static void site_call(struct report *rp, const struct umt_call_rec *r,
-		      const struct sym_frame *frames, size_t n)
-{
-	uint32_t site;
-
-	site = callsites__add(&rp->sites, r, frames, n, rp->page_size);
-	summary__consume_site(&rp->summary, r, site);
-	if (!rp->first_ns)
-		rp->first_ns = r->ts_ns;
-	rp->last_ns = r->ts_ns;
-}
-
 static void on_ustack(void *ctx, const struct umt_ustack_rec *r)
 {
 	struct report *rp = ctx;
@@ -210,20 +190,15 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 	size_t n;
 
 	n = callstack__resolve(&rp->cs, r, frames);
-	site_call(rp, r, frames, n);
+	replay_view__add_call(&rp->view, r, frames, n);
 }
 
 static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 {
 	struct report *rp = ctx;
 
-	summary__proc_exit(&rp->summary, r);
+	summary__proc_exit(&rp->view.summary, r);
 	callstack__forget(&rp->cs, r->pid);
-}
-
-static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
-{
-	callsites__release(ctx, e->site, e->host_bytes, e->size, at_exit);
 }
 
 static const struct session_ops report_ops = {
@@ -246,7 +221,7 @@ static uint64_t site_holds(const struct report *rp, const struct callsite *c)
 
 	if (!api || api->is_free)
 		return 0;
-	return platform__holds(&rp->summary.platform, api->class, c->held_size, c->held_host);
+	return platform__holds(&rp->view.summary.platform, api->class, c->held_size, c->held_host);
 }
 
 static void print_site_text(const struct report *rp, const struct callsite *c,
@@ -307,8 +282,8 @@ static void print_site_json(const struct report *rp, const struct callsite *c,
 static void print_recording_json(const struct report *rp)
 {
 	const struct rec_seen *rs = &rp->rec;
-	const struct recfile_info *h = &rs->hdr.file;
-	const struct recfile_rstats *f = &rs->st.file;
+	const struct recfile_info *h = &rp->view.hdr.file;
+	const struct recfile_rstats *f = &rp->view.st.file;
 	size_t i;
 
 	printf("{\"event\":\"recording\",\"file\":");
@@ -326,9 +301,9 @@ static void print_recording_json(const struct report *rp)
 	       (unsigned long long)h->start_mono_ns, (unsigned long long)f->chunks,
 	       (unsigned long long)f->good_bytes, (unsigned long long)f->file_bytes,
 	       (unsigned long long)f->lost_bytes, (unsigned long long)f->lost_chunks,
-	       f->complete ? "true" : "false", (unsigned long long)rs->st.calls,
-	       (unsigned long long)rs->st.exits, (unsigned long long)rs->st.samples,
-	       (unsigned long long)rs->st.stops, (unsigned long long)rs->last_ns,
+	       f->complete ? "true" : "false", (unsigned long long)rp->view.st.calls,
+	       (unsigned long long)rp->view.st.exits, (unsigned long long)rp->view.st.samples,
+	       (unsigned long long)rp->view.st.stops, (unsigned long long)rp->view.last_ns,
 	       (unsigned long long)rs->min_available, rs->max_psi_some / 100.0);
 	for (i = 0; i < rs->n_stops; i++) {
 		const struct rec_stop *s = &rs->stops[i];
@@ -349,9 +324,10 @@ static void print_recording_json(const struct report *rp)
 static void print_recording_text(const struct report *rp)
 {
 	const struct rec_seen *rs = &rp->rec;
-	const struct recfile_info *h = &rs->hdr.file;
+	const struct recfile_info *h = &rp->view.hdr.file;
+	uint64_t last_ns = rp->view.last_ns;
 	time_t t = (time_t)(h->start_realtime_ns / 1000000000ULL);
-	uint64_t span = rs->last_ns > h->start_mono_ns ? rs->last_ns - h->start_mono_ns : 0;
+	uint64_t span = last_ns > h->start_mono_ns ? last_ns - h->start_mono_ns : 0;
 	char when[32] = "?", b[16];
 	struct tm tm;
 	size_t i;
@@ -378,8 +354,9 @@ static void print_recording_text(const struct report *rp)
 
 static void print_report(struct report *rp)
 {
-	struct callsite **v = callsites__sorted(&rp->sites);
-	uint64_t span = rp->last_ns - rp->first_ns;
+	const struct summary *sm = &rp->view.summary;
+	struct callsite **v = callsites__sorted(&rp->view.sites);
+	uint64_t span = rp->view.last_call_ns - rp->view.first_call_ns;
 	size_t i;
 
 	if (!v)
@@ -388,7 +365,7 @@ static void print_report(struct report *rp)
 		print_recording_json(rp);
 	else if (rp->file)
 		print_recording_text(rp);
-	for (i = 0; i < rp->sites.n; i++) {
+	for (i = 0; i < rp->view.sites.n; i++) {
 		if (rp->json)
 			print_site_json(rp, v[i], i + 1, span);
 		else
@@ -397,18 +374,18 @@ static void print_report(struct report *rp)
 	if (rp->json) {
 		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
 		       "\"callsites\":%zu,\"held_host_bytes\":%llu,\"overflowed\":%llu}\n",
-		       (unsigned long long)rp->summary.records,
-		       (unsigned long long)rp->dropped, rp->sites.n,
-		       (unsigned long long)rp->summary.table.host_bytes,
-		       (unsigned long long)rp->sites.overflowed);
+		       (unsigned long long)sm->records,
+		       (unsigned long long)rp->view.dropped, rp->view.sites.n,
+		       (unsigned long long)sm->table.host_bytes,
+		       (unsigned long long)rp->view.sites.overflowed);
 	} else {
 		char b[16];
 
 		printf("%zu call sites, %llu GPU calls, %s of host memory still held, "
-		       "%llu records lost\n", rp->sites.n,
-		       (unsigned long long)rp->summary.records,
-		       fmt_bytes(rp->summary.table.host_bytes, b, sizeof(b)),
-		       (unsigned long long)rp->dropped);
+		       "%llu records lost\n", rp->view.sites.n,
+		       (unsigned long long)sm->records,
+		       fmt_bytes(sm->table.host_bytes, b, sizeof(b)),
+		       (unsigned long long)rp->view.dropped);
 	}
 	fflush(stdout);
 	free(v);
@@ -416,70 +393,12 @@ static void print_report(struct report *rp)
 
 /* ---- from a recording ---- */
 
-static bool wanted(const struct report *rp, uint32_t pid)
-{
-	return !rp->ao.n_pids || attach_opts__has_pid(&rp->ao, pid);
-}
-
-static void seen_at(struct report *rp, uint64_t ts_ns)
-{
-	if (ts_ns > rp->rec.last_ns)
-		rp->rec.last_ns = ts_ns;
-}
-
-static void file_header(void *ctx, const struct recording_header *h)
+/* The tables are filled by the view (user/replay.c); these are the report's own lines. */
+static void file_sample(void *ctx, struct replay_view *v, const struct rec_sample *s)
 {
 	struct report *rp = ctx;
 
-	rp->rec.hdr = *h;
-	/* Host bytes are pages of the recording host's size. */
-	rp->page_size = h->file.page_size;
-	rp->summary.page_size = h->file.page_size;
-}
-
-/* The cost model of the recording host, unless --platform says otherwise. */
-static void file_info(void *ctx, const struct rec_info *i)
-{
-	struct report *rp = ctx;
-	struct platform_model *m = &rp->summary.platform;
-
-	rp->dropped = i->dropped;
-	if (rp->rec.info_seen || rp->platform_given)
-		return;
-	rp->rec.info_seen = true;
-	if (i->platform_forced == PLATFORM_UNIFIED || i->platform_forced == PLATFORM_DISCRETE) {
-		m->forced = i->platform_forced;
-		m->why = "--platform when recorded";
-	} else if (i->platform_driver == PLATFORM_UNIFIED) {
-		m->decided = PLATFORM_UNIFIED;
-		m->why = "the recording host's driver: a GPU without memory of its own";
-	}
-}
-
-static void file_call(void *ctx, const struct umt_call_rec *r,
-		      const struct sym_frame *frames, size_t n)
-{
-	struct report *rp = ctx;
-
-	seen_at(rp, r->ts_ns);
-	if (wanted(rp, r->pid))
-		site_call(rp, r, frames, n);
-}
-
-static void file_exit(void *ctx, const struct umt_proc_exit_rec *r)
-{
-	struct report *rp = ctx;
-
-	seen_at(rp, r->ts_ns);
-	if (wanted(rp, r->pid))
-		summary__proc_exit(&rp->summary, r);
-}
-
-static void file_sample(void *ctx, const struct rec_sample *s)
-{
-	struct report *rp = ctx;
-
-	seen_at(rp, s->ts_ns);
+	(void)v;
 	if (!rp->rec.samples || s->mem_available < rp->rec.min_available)
 		rp->rec.min_available = s->mem_available;
 	if (s->psi_some_avg10 > rp->rec.max_psi_some)
@@ -487,47 +406,39 @@ static void file_sample(void *ctx, const struct rec_sample *s)
 	rp->rec.samples++;
 }
 
-static void file_stop(void *ctx, const struct rec_stop *s)
+static void file_stop(void *ctx, struct replay_view *v, const struct rec_stop *s)
 {
 	struct report *rp = ctx;
-	struct rec_stop *v;
+	struct rec_stop *stops;
 
-	seen_at(rp, s->ts_ns);
-	if (!wanted(rp, s->pid) || rp->rec.n_stops >= MAX_STOPS)
+	(void)v;
+	if (rp->rec.n_stops >= MAX_STOPS)
 		return;
-	v = realloc(rp->rec.stops, (rp->rec.n_stops + 1) * sizeof(*v));
-	if (!v)
+	stops = realloc(rp->rec.stops, (rp->rec.n_stops + 1) * sizeof(*stops));
+	if (!stops)
 		return;
-	rp->rec.stops = v;
-	v[rp->rec.n_stops++] = *s;
+	rp->rec.stops = stops;
+	stops[rp->rec.n_stops++] = *s;
 }
 
-static const struct recording_ops file_ops = {
-	.on_header = file_header,
-	.on_info = file_info,
-	.on_call = file_call,
-	.on_exit = file_exit,
+static const struct replay_hooks file_hooks = {
 	.on_sample = file_sample,
 	.on_stop = file_stop,
 };
 
 static int report_file(struct report *rp)
 {
-	char warn[320];
-	int err;
+	const struct replay_opts o = {
+		.pids = rp->ao.pids,
+		.n_pids = rp->ao.n_pids,
+		.platform_given = rp->platform_given,
+		.platform = rp->ao.platform,
+		.hooks = &file_hooks,
+		.ctx = rp,
+	};
 
-	/* The recording host's driver counts, not this one's. */
-	memset(&rp->summary.platform, 0, sizeof(rp->summary.platform));
-	rp->summary.platform.forced = rp->ao.platform;
-	if (rp->platform_given)
-		rp->summary.platform.why = "--platform";
-	err = recording__replay(rp->file, &file_ops, rp, &rp->rec.st);
-	if (err) {
-		elog("%s: %s", rp->file, rp->rec.st.why);
+	if (replay_view__load(&rp->view, rp->file, &o))
 		return 1;
-	}
-	if (replay_stats__warning(&rp->rec.st, warn, sizeof(warn)))
-		wlog("%s: %s", rp->file, warn);
 	print_report(rp);
 	return 0;
 }
@@ -544,7 +455,7 @@ static int report_live(struct report *rp)
 		elog("cannot set up call stacks: %s", strerror(-err));
 		return 1;
 	}
-	platform__init(&rp->summary.platform, rp->ao.platform);
+	platform__init(&rp->view.summary.platform, rp->ao.platform);
 	session__init(&rp->session, &rp->ao, rp->cmd, &report_ops, rp);
 	rp->session.duration_ms = rp->duration_ms;
 	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
@@ -552,7 +463,7 @@ static int report_live(struct report *rp)
 	if (!err) {
 		err = session__run(&rp->session);
 		session__stats(&rp->session, &st);
-		rp->dropped = st.rec_dropped;
+		rp->view.dropped = st.rec_dropped;
 		if (!err)
 			print_report(rp);
 	}
@@ -574,14 +485,9 @@ int cmd_report(int argc, char **argv)
 		attach_opts__free(&rp.ao);
 		return err > 0 ? 0 : 2;
 	}
-	rp.page_size = (uint64_t)sysconf(_SC_PAGESIZE);
-	summary__init(&rp.summary, rp.page_size);
-	callsites__init(&rp.sites, MAX_SITES);
-	rp.summary.on_release = on_release;
-	rp.summary.release_ctx = &rp.sites;
+	replay_view__init(&rp.view, (uint64_t)sysconf(_SC_PAGESIZE));
 	code = rp.file ? report_file(&rp) : report_live(&rp);
-	summary__free(&rp.summary);
-	callsites__free(&rp.sites);
+	replay_view__free(&rp.view);
 	free(rp.rec.stops);
 	attach_opts__free(&rp.ao);
 	return code;

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * An output file made safely in a shared directory: never an existing
+ * file, never through a symlink planted there; with --force, written
+ * beside it and renamed over it, so a reader never sees half of it.
+ */
+#ifndef UMTRACE_OUT_FILE_H
+#define UMTRACE_OUT_FILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct out_file {
+	FILE *f;
+	const char *path;	/* NULL: stdout */
+	char *tmp;		/* --force: written here, renamed over path */
+	bool created;		/* path is ours to remove on failure */
+};
+
+/*
+ * "-" is stdout. Otherwise create path 0644 (less the umask) with
+ * O_CREAT | O_EXCL | O_NOFOLLOW: an existing file, or a symlink, is never
+ * opened; with force, a temporary file beside it. 0 or -errno.
+ */
+int out_file__open(struct out_file *o, const char *path, bool force);
+/* Flush and close; with force rename into place. 0 or -errno (then as discard). */
+int out_file__commit(struct out_file *o);
+/* Close and remove what was created. */
+void out_file__discard(struct out_file *o);
+/* The name for messages: the path, or "standard output". */
+const char *out_file__name(const struct out_file *o);
+
+#endif /* UMTRACE_OUT_FILE_H */
