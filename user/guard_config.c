@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "errbuf.h"
 #include "guard_config.h"
 #include "umtrace.h"
 #include "units.h"
@@ -64,20 +65,6 @@ static const struct {
 	[K_LIBCUDA] = { "libcuda", true },
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static char *trim(char *s)
 {
 	char *end;
@@ -106,12 +93,12 @@ static int scope_pids(struct guard_scope *sc, const char *list, const char *name
 		if (comma)
 			*comma = '\0';
 		if (parse_long(p, 1, INT_MAX, &v)) {
-			set_err(err, errlen, "invalid %s '%s': '%s' is not a pid", name, spec, p);
+			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a pid", name, spec, p);
 			ret = -EINVAL;
 			break;
 		}
 		if (sc->n_pids == GUARD_SCOPE_MAX_PIDS) {
-			set_err(err, errlen, "invalid %s '%s': at most %d pids", name, spec,
+			errbuf__set(err, errlen, "invalid %s '%s': at most %d pids", name, spec,
 				GUARD_SCOPE_MAX_PIDS);
 			ret = -EINVAL;
 			break;
@@ -140,13 +127,13 @@ static int scope_cgroup(struct guard_scope *sc, const char *path, const char *na
 	root = strlen(mnt);
 	if (*p == '/') {
 		if (strncmp(p, mnt, root) || (p[root] && p[root] != '/')) {
-			set_err(err, errlen, "invalid %s '%s': a cgroup path must be under %s or relative to it",
+			errbuf__set(err, errlen, "invalid %s '%s': a cgroup path must be under %s or relative to it",
 				name, spec, CGROUP_MOUNT);
 			return -EINVAL;
 		}
 		p += root;
 	} else if (!*p) {
-		set_err(err, errlen, "invalid %s '%s': cgroup: needs a path", name, spec);
+		errbuf__set(err, errlen, "invalid %s '%s': cgroup: needs a path", name, spec);
 		return -EINVAL;
 	}
 	out = malloc(strlen(p) + 1);
@@ -159,7 +146,7 @@ static int scope_cgroup(struct guard_scope *sc, const char *path, const char *na
 			break;
 		end = strchrnul(p, '/');
 		if ((end - p == 1 && p[0] == '.') || (end - p == 2 && p[0] == '.' && p[1] == '.')) {
-			set_err(err, errlen, "invalid %s '%s': '.' and '..' are not allowed in a cgroup path",
+			errbuf__set(err, errlen, "invalid %s '%s': '.' and '..' are not allowed in a cgroup path",
 				name, spec);
 			free(out);
 			return -EINVAL;
@@ -182,7 +169,7 @@ static int scope_comm(struct guard_scope *sc, const char *re, const char *name,
 	int ret;
 
 	if (!*re) {
-		set_err(err, errlen, "invalid %s '%s': comm: needs a regular expression", name,
+		errbuf__set(err, errlen, "invalid %s '%s': comm: needs a regular expression", name,
 			spec);
 		return -EINVAL;
 	}
@@ -192,7 +179,7 @@ static int scope_comm(struct guard_scope *sc, const char *re, const char *name,
 	ret = regcomp(sc->comm_re, re, REG_EXTENDED | REG_NOSUB);
 	if (ret) {
 		regerror(ret, sc->comm_re, why, sizeof(why));
-		set_err(err, errlen, "invalid %s '%s': %s", name, spec, why);
+		errbuf__set(err, errlen, "invalid %s '%s': %s", name, spec, why);
 		free(sc->comm_re);
 		sc->comm_re = NULL;
 		return -EINVAL;
@@ -220,7 +207,7 @@ static int scope_parse(struct guard_scope *sc, const char *spec, const char *nam
 		n.kind = GUARD_SCOPE_COMM;
 		ret = scope_comm(&n, spec + 5, name, spec, err, errlen);
 	} else {
-		set_err(err, errlen, "invalid %s '%s': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX",
+		errbuf__set(err, errlen, "invalid %s '%s': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX",
 			name, spec);
 		return -EINVAL;
 	}
@@ -230,7 +217,7 @@ static int scope_parse(struct guard_scope *sc, const char *spec, const char *nam
 			ret = -ENOMEM;
 	}
 	if (ret == -ENOMEM)
-		set_err(err, errlen, "%s: out of memory", name);
+		errbuf__set(err, errlen, "%s: out of memory", name);
 	if (ret) {
 		guard_scope__free(&n);
 		return ret;
@@ -323,7 +310,7 @@ static int protect_add(struct guard_config *cfg, const char *list, const char *n
 			*comma = '\0';
 		tok = trim(p);
 		if (!*tok) {
-			set_err(err, errlen, "invalid %s '%s': an empty process name", name, list);
+			errbuf__set(err, errlen, "invalid %s '%s': an empty process name", name, list);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -331,7 +318,7 @@ static int protect_add(struct guard_config *cfg, const char *list, const char *n
 			continue;
 		/* The kernel side holds the whole list in a fixed array. */
 		if (N_BUILTIN + cfg->n_protect >= UMT_GUARD_MAX_PROTECT) {
-			set_err(err, errlen, "invalid %s '%s': at most %zu names besides the built-in ones",
+			errbuf__set(err, errlen, "invalid %s '%s': at most %zu names besides the built-in ones",
 				name, list, (size_t)UMT_GUARD_MAX_PROTECT - N_BUILTIN);
 			ret = -EINVAL;
 			goto out;
@@ -348,7 +335,7 @@ static int protect_add(struct guard_config *cfg, const char *list, const char *n
 	ret = 0;
 	goto out;
 out_nomem:
-	set_err(err, errlen, "%s: out of memory", name);
+	errbuf__set(err, errlen, "%s: out of memory", name);
 	ret = -ENOMEM;
 out:
 	free(copy);
@@ -386,7 +373,7 @@ static int set_string(char **slot, const char *v, const char *name, char *err, s
 	char *s = strdup(v);
 
 	if (!s) {
-		set_err(err, errlen, "%s: out of memory", name);
+		errbuf__set(err, errlen, "%s: out of memory", name);
 		return -ENOMEM;
 	}
 	free(*slot);
@@ -436,7 +423,7 @@ static int set_path(char **slot, const char *v, bool cli, const char *name, char
 		    size_t errlen)
 {
 	if (!cli && v[0] != '/') {
-		set_err(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
+		errbuf__set(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
 		return -EINVAL;
 	}
 	return set_string(slot, v, name, err, errlen);
@@ -449,7 +436,7 @@ static int add_libcuda(struct guard_config *cfg, const char *v, bool cli, const 
 	size_t i;
 
 	if (!cli && v[0] != '/') {
-		set_err(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
+		errbuf__set(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
 		return -EINVAL;
 	}
 	if (cli && !cfg->cli_libcuda) {
@@ -468,7 +455,7 @@ static int add_libcuda(struct guard_config *cfg, const char *v, bool cli, const 
 	cfg->n_libcuda++;
 	return 0;
 nomem:
-	set_err(err, errlen, "%s: out of memory", name);
+	errbuf__set(err, errlen, "%s: out of memory", name);
 	return -ENOMEM;
 }
 
@@ -484,7 +471,7 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		if (name[i] == '_')
 			name[i] = '-';
 	if (!*v) {
-		set_err(err, errlen, "invalid %s: empty value", name);
+		errbuf__set(err, errlen, "invalid %s: empty value", name);
 		return -EINVAL;
 	}
 	switch (k) {
@@ -504,12 +491,12 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 	case K_METRIC:
 		if (!guard_metric__parse(v, &cfg->metric))
 			return 0;
-		set_err(err, errlen, "invalid %s '%s': expected available or free", name, v);
+		errbuf__set(err, errlen, "invalid %s '%s': expected available or free", name, v);
 		return -EINVAL;
 	case K_ACTION:
 		if (!guard_act__parse(v, &cfg->action))
 			return 0;
-		set_err(err, errlen, "invalid %s '%s': expected stop or freeze", name, v);
+		errbuf__set(err, errlen, "invalid %s '%s': expected stop or freeze", name, v);
 		return -EINVAL;
 	case K_SCOPE:
 		return scope_parse(&cfg->scope, v, name, err, errlen);
@@ -518,7 +505,7 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 	case K_DRY_RUN:
 		if (!parse_bool(v, &cfg->dry_run))
 			return 0;
-		set_err(err, errlen, "invalid %s '%s': expected true or false", name, v);
+		errbuf__set(err, errlen, "invalid %s '%s': expected true or false", name, v);
 		return -EINVAL;
 	case K_ON_STOP:
 		return set_string(&cfg->on_stop, v, name, err, errlen);
@@ -528,7 +515,7 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		/* node_exporter's textfile collector skips every other name. */
 		len = strlen(v);
 		if (len < 6 || strcmp(v + len - 5, ".prom") || v[len - 6] == '/') {
-			set_err(err, errlen, "invalid %s '%s': node_exporter reads only files named *.prom",
+			errbuf__set(err, errlen, "invalid %s '%s': node_exporter reads only files named *.prom",
 				name, v);
 			return -EINVAL;
 		}
@@ -575,7 +562,7 @@ int guard_config__set(struct guard_config *cfg, const char *key, const char *val
 	buf[i] = '\0';
 	k = key[i] ? -1 : find_key(buf);
 	if (k < 0) {
-		set_err(err, errlen, "unknown option --%s", key);
+		errbuf__set(err, errlen, "unknown option --%s", key);
 		return -EINVAL;
 	}
 	return apply(cfg, (enum key)k, value ? value : "true", true, err, errlen);
@@ -696,16 +683,16 @@ static int on_key(void *user, const char *section, const char *name, const char 
 static int check_owner(const char *path, const struct stat *st, char *err, size_t errlen)
 {
 	if (!S_ISREG(st->st_mode)) {
-		set_err(err, errlen, "%s: not a regular file", path);
+		errbuf__set(err, errlen, "%s: not a regular file", path);
 		return -EINVAL;
 	}
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		set_err(err, errlen, "%s: writable by group or others, and umtrace runs its on_stop as root (chmod go-w %s)",
+		errbuf__set(err, errlen, "%s: writable by group or others, and umtrace runs its on_stop as root (chmod go-w %s)",
 			path, path);
 		return -EPERM;
 	}
 	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		set_err(err, errlen, "%s: owned by uid %u, not by root", path,
+		errbuf__set(err, errlen, "%s: owned by uid %u, not by root", path,
 			(unsigned int)st->st_uid);
 		return -EPERM;
 	}
@@ -721,12 +708,12 @@ int guard_config__load(struct guard_config *cfg, const char *path, char *err, si
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
 		close(fd);
 		return ret;
 	}
@@ -738,24 +725,24 @@ int guard_config__load(struct guard_config *cfg, const char *path, char *err, si
 	ctx.f = fdopen(fd, "r");
 	if (!ctx.f) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", path, strerror(-ret));
+		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
 		close(fd);
 		return ret;
 	}
 
 	ret = ini_parse_stream(read_line, &ctx, on_key, &ctx);
 	if (ret > 0 && (!ctx.err_line || ret < ctx.err_line)) {
-		set_err(err, errlen, "%s:%d: expected 'key = value', '[guard]' or a comment",
+		errbuf__set(err, errlen, "%s:%d: expected 'key = value', '[guard]' or a comment",
 			path, ret);
 		ret = -EINVAL;
 	} else if (ctx.err_line) {
-		set_err(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.msg);
+		errbuf__set(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.msg);
 		ret = ctx.err;
 	} else if (ctx.read_errno) {
-		set_err(err, errlen, "%s: %s", path, strerror(ctx.read_errno));
+		errbuf__set(err, errlen, "%s: %s", path, strerror(ctx.read_errno));
 		ret = -ctx.read_errno;
 	} else if (ret < 0) {
-		set_err(err, errlen, "%s: out of memory", path);
+		errbuf__set(err, errlen, "%s: out of memory", path);
 		ret = -ENOMEM;
 	}
 	fclose(ctx.f);

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "errbuf.h"
 #include "guard_policy.h"
 #include "units.h"
 
@@ -105,35 +106,21 @@ void guard_policy__defaults(struct guard_policy *p, uint64_t mem_total)
 	p->floor_default = p->low_default = p->drop_default = true;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int guard_policy__parse_threshold(const char *name, const char *s, uint64_t total,
 				  uint64_t *out, char *err, size_t errlen)
 {
 	int ret = parse_size_or_percent(s, total, out);
 
 	if (ret == -ERANGE && s[strlen(s) - 1] == '%')
-		set_err(err, errlen, "invalid %s '%s': a percentage of MemTotal must be above 0 and below 100",
+		errbuf__set(err, errlen, "invalid %s '%s': a percentage of MemTotal must be above 0 and below 100",
 			name, s);
 	else if (ret == -ERANGE)
-		set_err(err, errlen, "invalid %s '%s': too large", name, s);
+		errbuf__set(err, errlen, "invalid %s '%s': too large", name, s);
 	else if (ret)
-		set_err(err, errlen, "invalid %s '%s': expected a size (2G, 1536M, 4096) or a percentage of MemTotal (5%%, 2.5%%)",
+		errbuf__set(err, errlen, "invalid %s '%s': expected a size (2G, 1536M, 4096) or a percentage of MemTotal (5%%, 2.5%%)",
 			name, s);
 	else if (!*out)
-		set_err(err, errlen, "invalid %s '%s': must be above 0", name, s);
+		errbuf__set(err, errlen, "invalid %s '%s': must be above 0", name, s);
 	else
 		return 0;
 	return -EINVAL;
@@ -178,30 +165,30 @@ int guard_policy__init(struct guard_policy *p, uint64_t mem_total, const char *f
 
 	fmt_bytes(mem_total, t, sizeof(t));
 	if (p->floor >= p->low) {
-		set_err(err, errlen, "%s must be below %s",
+		errbuf__set(err, errlen, "%s must be below %s",
 			describe("floor", floor, p->floor, a, sizeof(a)),
 			describe("low", low, p->low, b, sizeof(b)));
 		return -EINVAL;
 	}
 	if (p->low >= mem_total) {
-		set_err(err, errlen, "%s must be below MemTotal %s",
+		errbuf__set(err, errlen, "%s must be below MemTotal %s",
 			describe("low", low, p->low, a, sizeof(a)), t);
 		return -EINVAL;
 	}
 	if (p->drop >= mem_total) {
-		set_err(err, errlen, "%s must be below MemTotal %s",
+		errbuf__set(err, errlen, "%s must be below MemTotal %s",
 			describe("drop", drop, p->drop, a, sizeof(a)), t);
 		return -EINVAL;
 	}
 	if (auto_resume && p->auto_resume_above <= p->low) {
 		/* Without a gap between the two the guard would stop and resume in turn. */
-		set_err(err, errlen, "%s must be above %s",
+		errbuf__set(err, errlen, "%s must be above %s",
 			describe("auto-resume", auto_resume, p->auto_resume_above, a, sizeof(a)),
 			describe("low", low, p->low, b, sizeof(b)));
 		return -EINVAL;
 	}
 	if (auto_resume && p->auto_resume_above >= mem_total) {
-		set_err(err, errlen, "%s must be below MemTotal %s",
+		errbuf__set(err, errlen, "%s must be below MemTotal %s",
 			describe("auto-resume", auto_resume, p->auto_resume_above, a, sizeof(a)),
 			t);
 		return -EINVAL;

@@ -40,4 +40,15 @@ static int check_subtests_failed;
 
 #define CHECK_EXIT() (check_subtests_failed ? 1 : 0)
 
+/* dir/name; four may be in use at once: a buffer is reused four calls later. */
+static inline const char *check_path(const char *dir, const char *name)
+{
+	static char paths[4][256];
+	static unsigned int next;
+	char *p = paths[next++ % 4];
+
+	snprintf(p, sizeof(paths[0]), "%s/%s", dir, name);
+	return p;
+}
+
 #endif /* UMTRACE_CHECK_H */

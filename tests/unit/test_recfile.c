@@ -14,16 +14,7 @@
 
 static char dir[] = "/tmp/umt-recfile-XXXXXX";
 
-/* A few at once: each call gets its own buffer, reused four calls later. */
-static const char *tmp_path(const char *name)
-{
-	static char paths[4][256];
-	static unsigned int next;
-	char *p = paths[next++ % 4];
-
-	snprintf(p, sizeof(paths[0]), "%s/%s", dir, name);
-	return p;
-}
+#define tmp_path(name) check_path(dir, name)
 
 static uint8_t *slurp(const char *path, size_t *len)
 {

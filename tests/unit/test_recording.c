@@ -12,15 +12,7 @@
 
 static char dir[] = "/tmp/umt-recording-XXXXXX";
 
-static const char *tmp_path(const char *name)
-{
-	static char paths[4][256];
-	static unsigned int next;
-	char *p = paths[next++ % 4];
-
-	snprintf(p, sizeof(paths[0]), "%s/%s", dir, name);
-	return p;
-}
+#define tmp_path(name) check_path(dir, name)
 
 /* A call as the ring buffer would bring it; i varies every field. */
 static struct umt_call_rec make_call(unsigned int i)
