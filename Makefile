@@ -109,6 +109,7 @@ $(OUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJS) | $(OUT)/test
 include tests/tests.mk
 include tests/bench/bench.mk
 include tests/fuzz/fuzz.mk
+include tests/soak/soak.mk
 
 unit: $(UNIT_BINS)
 

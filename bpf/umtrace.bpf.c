@@ -806,6 +806,21 @@ int BPF_PROG(task_exit, struct task_struct *task)
 }
 
 /* execve drops pending return probes: close the window here instead. */
+/*
+ * Linux 6.10+: exec is about to tear down the old image. A window closed
+ * here does not count the old address space's pages being freed.
+ */
+SEC("tp_btf/sched_prepare_exec")
+int BPF_PROG(task_prepare_exec, struct task_struct *task, struct linux_binprm *bprm)
+{
+	close_on(task, UMT_END_EXECED);
+	return 0;
+}
+
+/*
+ * The old image is gone, and with it its CUDA context and everything the
+ * driver allocated for it: to user space that is the old process's exit.
+ */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(task_exec, struct task_struct *task)
 {
@@ -813,6 +828,7 @@ int BPF_PROG(task_exec, struct task_struct *task)
 	struct proc_pages *pp;
 
 	close_on(task, UMT_END_EXECED);
+	report_proc_exit(task, tgid);
 	if (!count_proc_pages)
 		return 0;
 	/* The comm seen at the first page is the parent's, before exec. */

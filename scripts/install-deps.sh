@@ -23,7 +23,7 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
 	file util-linux libinih-dev prometheus
 	chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
-	libclang-rt-14-dev)
+	libclang-rt-14-dev stress-ng)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross

@@ -20,7 +20,8 @@ UMT_TESTS_OUT := $(OUT)/tests
 FAKECUDA_LIB := $(UMT_TESTS_OUT)/libcuda.so.1
 TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
 	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest \
-	$(UMT_TESTS_OUT)/nofp_chain $(UMT_TESTS_OUT)/pagehog
+	$(UMT_TESTS_OUT)/nofp_chain $(UMT_TESTS_OUT)/pagehog \
+	$(UMT_TESTS_OUT)/lifecycle $(UMT_TESTS_OUT)/dlcycle
 
 # The fake must keep default symbol visibility and semantic interposition
 # (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
@@ -64,6 +65,20 @@ $(UMT_TESTS_OUT)/pagehog: $(UMT_WORKLOADS_DIR)/pagehog.c
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
+
+# Ends, execs, forks and pid reuse in the middle of GPU calls (test_faults).
+$(UMT_TESTS_OUT)/lifecycle: $(UMT_WORKLOADS_DIR)/lifecycle.c \
+		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(FAKECUDA_LIB)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
+		$(UMT_WORKLOAD_LDFLAGS)
+
+# dlopen()s the fake itself, so it must not be linked with it.
+$(UMT_TESTS_OUT)/dlcycle: $(UMT_WORKLOADS_DIR)/dlcycle.c $(UMT_FAKECUDA_DIR)/cuda_fake.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $<
 
 # Checks the fake on its own (TAP output, non-zero exit on failure).
 $(UMT_TESTS_OUT)/fakecuda_selftest: $(UMT_FAKECUDA_DIR)/fake_selftest.c \

@@ -55,6 +55,14 @@ int alloc_table__insert(struct alloc_table *t, const struct alloc_entry *e,
 	return 0;
 }
 
+const struct alloc_entry *alloc_table__find(const struct alloc_table *t,
+					    const struct alloc_key *k)
+{
+	struct alloc_entry *const *slot = tfind(k, &t->root, key_cmp);
+
+	return slot ? *slot : NULL;
+}
+
 bool alloc_table__remove(struct alloc_table *t, const struct alloc_key *k,
 			 struct alloc_entry *out)
 {

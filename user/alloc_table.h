@@ -22,7 +22,8 @@ struct alloc_entry {
 	uint32_t api;
 	uint64_t size;		/* bytes requested */
 	uint64_t host_bytes;	/* host bytes taken inside the call */
-	uint64_t ts_ns;
+	uint64_t ts_ns;		/* the allocation's call entry */
+	uint64_t ret_ns;	/* and return */
 	uint32_t site;		/* call site id, 0 if none (user/callsites.h) */
 };
 
@@ -43,6 +44,9 @@ struct alloc_table {
  */
 int alloc_table__insert(struct alloc_table *t, const struct alloc_entry *e,
 			struct alloc_entry *replaced);
+/* The entry of k, or NULL; valid until the table changes. */
+const struct alloc_entry *alloc_table__find(const struct alloc_table *t,
+					    const struct alloc_key *k);
 bool alloc_table__remove(struct alloc_table *t, const struct alloc_key *k,
 			 struct alloc_entry *out);
 /* Remove every entry of pid, handing each to fn first; returns how many. */

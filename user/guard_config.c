@@ -162,15 +162,60 @@ static int scope_cgroup(struct guard_scope *sc, const char *path, const char *na
 	return 0;
 }
 
+/*
+ * glibc's regcomp() grows exponentially with quantifiers stacked on one
+ * another ("c++++" took 720 MB at 20 of them) and with large repeat
+ * counts. A process name has 15 characters: neither is ever needed.
+ */
+static const char *regex_too_costly(const char *re)
+{
+	unsigned long lo, hi;
+	const char *p;
+	char *end;
+	bool after_quant = false;
+
+	for (p = re; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			after_quant = false;
+			continue;
+		}
+		if (*p == '*' || *p == '+' || *p == '?' || *p == '{') {
+			if (after_quant)
+				return "a quantifier on a quantifier";
+			if (*p == '{') {
+				lo = strtoul(p + 1, &end, 10);
+				hi = *end == ',' ? strtoul(end + 1, &end, 10) : lo;
+				if (lo > 16 || hi > 16)
+					return "a repeat count above 16";
+				p = strchrnul(end, '}');
+				if (!*p)
+					break;
+			}
+			after_quant = true;
+			continue;
+		}
+		after_quant = false;
+	}
+	return NULL;
+}
+
 static int scope_comm(struct guard_scope *sc, const char *re, const char *name,
 		      const char *spec, char *err, size_t errlen)
 {
+	const char *costly;
 	char why[128];
 	int ret;
 
 	if (!*re) {
 		errbuf__set(err, errlen, "invalid %s '%s': comm: needs a regular expression", name,
 			spec);
+		return -EINVAL;
+	}
+	costly = regex_too_costly(re);
+	if (costly) {
+		errbuf__set(err, errlen, "invalid %s '%s': %s (a process name has 15 characters)",
+			    name, spec, costly);
 		return -EINVAL;
 	}
 	sc->comm_re = malloc(sizeof(*sc->comm_re));

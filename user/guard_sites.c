@@ -29,6 +29,7 @@ static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
 int guard_sites__init(struct guard *g)
 {
 	summary__init(&g->summary, g_page_size());
+	g->summary.forget_exited = true;	/* a daemon: jobs come and go */
 	platform__init(&g->summary.platform, g->ao.platform);
 	callsites__init(&g->sites, 65536);
 	g->summary.on_release = on_release;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "cuda_api.h"
 #include "elf_syms.h"
@@ -86,6 +87,22 @@ static uint64_t ringbuf_size(uint64_t want)
 	return sz;
 }
 
+/* The running kernel has this tracepoint (tp_btf needs its BTF typedef). */
+static bool kernel_has_tracepoint(const char *name)
+{
+	char type[128];
+	struct btf *btf;
+	bool found;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+	btf__free(btf);
+	return found;
+}
+
 static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 {
 	uint32_t i;
@@ -151,6 +168,8 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_program__set_autoload(skel->progs.direct_reclaim,
 				  cfg->guard || cfg->count_outside);
 	bpf_program__set_autoload(skel->progs.kswapd_wake, !!cfg->guard);
+	bpf_program__set_autoload(skel->progs.task_prepare_exec,
+				  kernel_has_tracepoint("sched_prepare_exec"));
 
 	err = umtrace_bpf__load(skel);
 	if (err) {
@@ -288,7 +307,7 @@ static bool seen_offset(const uint64_t *offs, unsigned int i)
 	return false;
 }
 
-int probes__attach_lib(struct probes *p, const char *path)
+int probes__attach_lib(struct probes *p, const char *path, bool discovered)
 {
 	const char *names[UMT_API__COUNT];
 	uint64_t offs[UMT_API__COUNT], at[UMT_API__COUNT], cookies[UMT_API__COUNT];
@@ -300,6 +319,11 @@ int probes__attach_lib(struct probes *p, const char *path)
 	for (i = 0; i < UMT_API__COUNT; i++)
 		names[i] = cuda_api__name(i);
 	found = elf_syms__resolve(path, names, UMT_API__COUNT, offs, &why);
+	/* Found in a process that has exited (or a container gone) since. */
+	if (found == -ENOENT && discovered) {
+		vlog("%s: %s", path, why);
+		return found;
+	}
 	if (found < 0) {
 		elog("%s: %s", path, why);
 		return found;

@@ -57,8 +57,11 @@ struct probe_stats {
 int probes__check_env(void);
 int probes__load(struct probes *p, const struct probe_cfg *cfg);
 int probes__attach_kernel(struct probes *p);
-/* Attach to every probed symbol the library defines; returns how many. */
-int probes__attach_lib(struct probes *p, const char *path);
+/*
+ * Attach to every probed symbol the library defines; returns how many.
+ * discovered: found in a process's mappings, so it may be gone already.
+ */
+int probes__attach_lib(struct probes *p, const char *path, bool discovered);
 int probes__add_pid(struct probes *p, pid_t pid);
 /* Host pages pid took and freed outside GPU calls (count_outside). */
 int probes__outside_pages(const struct probes *p, uint32_t pid,

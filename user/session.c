@@ -127,7 +127,7 @@ static int attach_new_libs(struct session *s)
 		if (lib->probed)
 			continue;
 		lib->probed = true;
-		n = probes__attach_lib(&s->probes, lib->path);
+		n = probes__attach_lib(&s->probes, lib->path, !explicit);
 		if (n == 0) {
 			if (explicit) {
 				elog("%s: defines none of the CUDA allocation entry points", lib->path);

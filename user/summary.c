@@ -126,6 +126,30 @@ static void unfreed_add(struct summary *s, const struct alloc_entry *e, int sign
 	row->unfreed_host += sign * e->host_bytes;
 }
 
+/*
+ * An address handed out again while its free was still in flight (the
+ * two calls on two threads): remember the last few, so that the late
+ * free is known for what it is even after the new owner freed it too.
+ */
+static void note_replaced(struct summary *s, const struct alloc_entry *e)
+{
+	struct summary_replaced *r = &s->replaced[s->n_replaced++ % SUMMARY_REPLACED];
+
+	r->key = e->key;
+	r->ret_ns = e->ret_ns;
+}
+
+static bool was_replaced(const struct summary *s, const struct alloc_key *k, uint64_t ts_ns)
+{
+	size_t i;
+
+	for (i = 0; i < SUMMARY_REPLACED && i < s->n_replaced; i++)
+		if (!memcmp(&s->replaced[i].key, k, sizeof(*k)) &&
+		    ts_ns < s->replaced[i].ret_ns)
+			return true;
+	return false;
+}
+
 /* A successful call changes the table of outstanding allocations. */
 static int track(struct summary *s, const struct umt_call_rec *r,
 		 const struct cuda_api *api, uint32_t site)
@@ -136,13 +160,30 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 		.size = r->size,
 		.host_bytes = r->pages_taken * s->page_size,
 		.ts_ns = r->ts_ns,
+		.ret_ns = r->ts_ns + r->duration_ns,
 		.site = site,
 	}, old;
+	const struct alloc_entry *cur;
 	int err;
 
 	if (api->is_free) {
+		/*
+		 * Records arrive as calls return. A free that began before
+		 * the allocation now holding its address returned was freeing
+		 * the one before it, which that allocation already replaced:
+		 * another thread got the address back from the driver first.
+		 */
+		cur = alloc_table__find(&s->table, &e.key);
+		if (cur && r->ts_ns < cur->ret_ns) {
+			s->frees_overtaken++;
+			return 0;
+		}
 		if (!alloc_table__remove(&s->table, &e.key, &old)) {
-			s->unmatched_frees++;
+			/* Or the one that replaced it was freed too, before it. */
+			if (was_replaced(s, &e.key, r->ts_ns))
+				s->frees_overtaken++;
+			else
+				s->unmatched_frees++;
 			return 0;
 		}
 		unfreed_add(s, &old, -1);
@@ -156,6 +197,7 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 	if (err < 0)
 		return err;
 	if (err) {
+		note_replaced(s, &e);
 		unfreed_add(s, &old, -1);
 		if (s->on_release)
 			s->on_release(&old, false, s->release_ctx);
@@ -164,12 +206,31 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 	return 0;
 }
 
+static void count_row(struct summary *s, struct summary_row *row,
+		      const struct umt_call_rec *r, const struct cuda_api *api)
+{
+	/* Name the row after the process (its main thread), not a worker. */
+	memcpy(row->comm, r->pcomm, sizeof(row->comm));
+	row->comm[sizeof(row->comm) - 1] = '\0';
+	row->calls++;
+	row->host_taken += r->pages_taken * s->page_size;
+	row->host_freed += r->pages_freed * s->page_size;
+	if (r->end != UMT_END_RETURNED && r->end != UMT_END_LOST_RETURN)
+		row->died++;
+	else if (r->ret)
+		row->failed++;
+	else if (!api->is_free)
+		row->size_bytes += r->size;
+}
+
 static void account_proc(struct summary *s, const struct umt_call_rec *r)
 {
 	struct summary_proc *p = proc_get(s, r->pid);
 
 	if (!p)
 		return;
+	/* A new process that got a pid seen exit before. */
+	p->exited = false;
 	memcpy(p->comm, r->pcomm, sizeof(p->comm));
 	p->comm[sizeof(p->comm) - 1] = '\0';
 	p->calls++;
@@ -189,28 +250,21 @@ int summary__consume_site(struct summary *s, const struct umt_call_rec *r,
 
 	if (!api)
 		return -EINVAL;
-	row = row_get(s, r->pid, r->api);
-	if (!row)
-		return -ENOMEM;
 	s->records++;
 	platform__observe(&s->platform, r, s->page_size);
-	/* Name the row after the process (its main thread), not a worker. */
-	memcpy(row->comm, r->pcomm, sizeof(row->comm));
-	row->comm[sizeof(row->comm) - 1] = '\0';
 	account_proc(s, r);
-	row->calls++;
-	row->host_taken += r->pages_taken * s->page_size;
-	row->host_freed += r->pages_freed * s->page_size;
-	if (r->end != UMT_END_RETURNED && r->end != UMT_END_LOST_RETURN) {
-		row->died++;
+	/*
+	 * Past the row cap (counted in rows_refused) the totals of the row
+	 * are lost, but what the call allocated or freed is still tracked:
+	 * who holds what must stay right.
+	 */
+	row = row_get(s, r->pid, r->api);
+	if (row)
+		count_row(s, row, r, api);
+	if (r->end != UMT_END_RETURNED && r->end != UMT_END_LOST_RETURN)
 		return 0;
-	}
-	if (r->ret) {
-		row->failed++;
+	if (r->ret)
 		return 0;
-	}
-	if (!api->is_free)
-		row->size_bytes += r->size;
 	return track(s, r, api, site);
 }
 
@@ -232,6 +286,32 @@ static void release_at_exit(const struct alloc_entry *e, void *ctx)
 	row->exit_freed_host += e->host_bytes;
 }
 
+/* A daemon does not keep the rows of the processes that come and go. */
+static void forget_proc(struct summary *s, uint32_t pid)
+{
+	struct summary_row rkey = { .pid = pid }, **slot, *row;
+	struct summary_proc pkey = { .pid = pid }, **proc, *p;
+	uint32_t api;
+
+	for (api = 0; api < UMT_API__COUNT; api++) {
+		rkey.api = api;
+		slot = tfind(&rkey, &s->rows, row_cmp);
+		if (!slot)
+			continue;
+		row = *slot;
+		tdelete(&rkey, &s->rows, row_cmp);
+		free(row);
+		s->n_rows--;
+	}
+	proc = tfind(&pkey, &s->procs, proc_cmp);
+	if (!proc)
+		return;
+	p = *proc;
+	tdelete(&pkey, &s->procs, proc_cmp);
+	free(p);
+	s->n_procs--;
+}
+
 void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
 {
 	struct summary_proc *p = proc_get(s, r->pid);
@@ -243,6 +323,8 @@ void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
 	}
 	s->exits++;
 	alloc_table__remove_pid(&s->table, r->pid, release_at_exit, s);
+	if (s->forget_exited)
+		forget_proc(s, r->pid);
 }
 
 /*

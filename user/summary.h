@@ -55,6 +55,13 @@ struct summary_proc {
 	uint64_t calls;
 };
 
+#define SUMMARY_REPLACED 64
+
+struct summary_replaced {
+	struct alloc_key key;
+	uint64_t ret_ns;	/* when the allocation that took the address returned */
+};
+
 struct summary {
 	struct platform_model platform;
 	void *rows;		/* tsearch(3) tree of struct summary_row */
@@ -65,6 +72,10 @@ struct summary {
 	uint64_t page_size;
 	uint64_t records;
 	uint64_t unmatched_frees;	/* frees of handles never seen allocated */
+	uint64_t frees_overtaken;	/* frees of an address another thread got back first */
+	bool forget_exited;		/* drop a process's rows when it exits (daemons) */
+	struct summary_replaced replaced[SUMMARY_REPLACED];
+	size_t n_replaced;
 	uint64_t exits;			/* processes that made GPU calls and exited */
 	uint64_t exit_freed;		/* allocations released by those exits */
 	uint64_t exit_freed_host;

@@ -300,9 +300,8 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 	for (i = 0; rows && i < np; i++) {
 		struct growth *g = growth_of(t, procs[i].pid);
 
+		/* -p's children are in scope too: the kernel side chose already. */
 		if (procs[i].exited)
-			continue;
-		if (t->ao.n_pids && !attach_opts__has_pid(&t->ao, procs[i].pid))
 			continue;
 		rows[k].p = procs[i];
 		rows[k].holds = summary__proc_holds(&t->summary, &procs[i]);
@@ -425,6 +424,7 @@ int cmd_top(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	}
 	summary__init(&t.summary, (uint64_t)sysconf(_SC_PAGESIZE));
+	t.summary.forget_exited = true;	/* runs for days: jobs come and go */
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
 	t.session.batch_wakeups = true;
