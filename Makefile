@@ -26,10 +26,10 @@ VERSION := 0.1.0
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11 -fno-omit-frame-pointer
 CPPFLAGS += -D_GNU_SOURCE -DUMTRACE_VERSION='"$(VERSION)"' -Ibpf -I$(OUT)
-LDLIBS := -lbpf -ldw -lelf -lz -linih -lpthread -lstdc++
+LDLIBS := -lbpf -ldw -lelf -lz -linih -lcap -lpthread -lstdc++
 # libdw.a needs lzma and bzip2; its debuginfod code warns about dlopen in a
 # static binary, a path umtrace never takes.
-STATIC_LDLIBS := -lbpf -ldw -lelf -lz -linih -lzstd -llzma -lbz2 -lpthread -lstdc++
+STATIC_LDLIBS := -lbpf -ldw -lelf -lz -linih -lcap -lzstd -llzma -lbz2 -lpthread -lstdc++
 BPF_CFLAGS := -g -O2 -Wall -Werror -target bpf -D__TARGET_ARCH_$(ARCH) \
 	-Ivmlinux/$(ARCH) -Ibpf
 

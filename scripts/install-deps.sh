@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Install umtrace's build/test dependencies on Debian bookworm (run as root).
-# Usage: scripts/install-deps.sh [--cross]
+# Usage: scripts/install-deps.sh [--cross] [--bench]
 #   --cross  also install what a static arm64 cross-build needs.
+#   --bench  also install the tools `make bench` compares umtrace with.
 # Safe to rerun: apt-get skips what is installed, the arch is added once.
 set -euo pipefail
 
 CROSS=0
-case ${1:-} in
-'') ;;
---cross) CROSS=1 ;;
-*) echo "usage: $0 [--cross]" >&2; exit 2 ;;
-esac
+BENCH=0
+for arg in "$@"; do
+	case $arg in
+	--cross) CROSS=1 ;;
+	--bench) BENCH=1 ;;
+	*) echo "usage: $0 [--cross] [--bench]" >&2; exit 2 ;;
+	esac
+done
 [ "$(id -u)" = 0 ] || { echo "install-deps: must run as root" >&2; exit 1; }
 
 # No prompts and no recommends: this runs unattended (CI, fresh VMs), where
@@ -23,7 +27,7 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
 	file util-linux libinih-dev prometheus
 	chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
-	libclang-rt-14-dev stress-ng)
+	libclang-rt-14-dev stress-ng libcap-dev)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross
@@ -31,7 +35,11 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 # BPF code needs nothing arm64-specific: clang and libbpf headers are neutral.
 CROSS_PKGS=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev:arm64
 	libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64
-	libdw-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64 libinih-dev:arm64)
+	libdw-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64 libinih-dev:arm64
+	libcap-dev:arm64)
+# The overhead suite's workload and peers (tests/bench/suite.py): stress-ng
+# --vm, a bpftrace script and perf record on the page tracepoints.
+BENCH_PKGS=(stress-ng bpftrace linux-perf)
 
 stage() { echo "install-deps: $*"; }
 
@@ -49,6 +57,11 @@ stage "installing native packages"
 if [ "$CROSS" = 1 ]; then
 	stage "installing arm64 cross packages"
 	"${APT_INSTALL[@]}" "${CROSS_PKGS[@]}" >/dev/null
+fi
+
+if [ "$BENCH" = 1 ]; then
+	stage "installing benchmark packages"
+	"${APT_INSTALL[@]}" "${BENCH_PKGS[@]}" >/dev/null
 fi
 
 stage "done"

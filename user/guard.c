@@ -664,6 +664,8 @@ static int arm(struct guard *g)
 	g->kcfg.cost_apis = cost_apis(plat);
 	g->kcfg.scope = guard__scope_kind(g);
 	g->session.guard = &g->kcfg;
+	/* Pinning may have to mount bpffs first: capabilities go after it. */
+	g->session.drop_caps_later = true;
 	err = session__start(&g->session);
 	if (err)
 		return err;
@@ -671,6 +673,7 @@ static int arm(struct guard *g)
 	if (err)
 		return err;
 	pin(g);
+	session__drop_caps(&g->session);
 	guard_kernel__set_thresholds(&g->session.probes, g->pol.floor, g->pol.low);
 	err = guard_kernel__anchor(&g->session.probes, sample_metric, g, &error);
 	if (err) {
@@ -716,8 +719,13 @@ int cmd_guard(int argc, char **argv)
 	if (g->ao.rescan_ms == 0 && !g->ao.n_libcuda)
 		g->ao.rescan_ms = 2000;	/* a daemon outlives the jobs it starts with */
 	err = arm(g);
-	if (!err)
-		err = session__run(&g->session);
+	if (err) {
+		/* Nothing was guarded: no summary, no state for status to find. */
+		guard_pins__remove(&g->pins);
+		session__close(&g->session);
+		goto out;
+	}
+	err = session__run(&g->session);
 	code = err ? 1 : 0;
 	fprintf(stderr, "umtrace: guard: exiting; %" PRIu64 " kernel stops, %" PRIu64
 		" policy stops; kernel headroom vs /proc/meminfo over %" PRIu64

@@ -750,7 +750,8 @@ int guard_config__load(struct guard_config *cfg, const char *path, char *err, si
 	struct stat st;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO given as the file must not hang the open. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		ret = -errno;
 		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
@@ -761,6 +762,11 @@ int guard_config__load(struct guard_config *cfg, const char *path, char *err, si
 		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
 		close(fd);
 		return ret;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errbuf__set(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -EINVAL;
 	}
 	ret = check_owner(path, &st, err, errlen);
 	if (ret) {

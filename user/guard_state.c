@@ -128,13 +128,25 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 int guard_state__read(const char *path, struct guard_status *st)
 {
 	char line[1024], *sp;
-	int err = 0;
+	struct stat sb;
+	int fd, err = 0;
 	FILE *f;
 
 	memset(st, 0, sizeof(*st));
-	f = fopen(path, "re");
-	if (!f)
+	/* Not a FIFO or a device someone put there: never block on it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
 	if (!fgets(line, sizeof(line), f) || strcmp(line, MAGIC "\n")) {
 		err = -EINVAL;
 		goto out;

@@ -17,6 +17,8 @@ struct libcuda {
 	dev_t dev;
 	ino_t ino;
 	bool probed;	/* the caller has attached to it */
+	int n_probed;	/* entry points probed in it */
+	bool said;	/* "probing ..." was said */
 };
 
 struct libcuda_set {

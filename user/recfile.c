@@ -68,6 +68,8 @@ static uint64_t comp_max(void)
 struct recfile_writer {
 	int fd;
 	unsigned int flags;
+	char *path;		/* the name asked for */
+	char *tmp;		/* RECFILE_FORCE: the name written under until commit */
 	uint8_t *buf;		/* the chunk being filled, raw */
 	size_t len, cap;
 	uint8_t *out;		/* chunk header and compressed bytes */
@@ -80,6 +82,7 @@ struct recfile_writer {
 	struct recfile_wstats st;
 	/* RECFILE_SYNC: fdatasync off the caller's thread */
 	bool syncer_on;
+	bool sync_failed;
 	pthread_t syncer;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -127,10 +130,23 @@ static int syncer_start(struct recfile_writer *w)
 	return 0;
 }
 
+/*
+ * The thread starts with the first chunk, not at open: by then a
+ * recorder has dropped the capabilities it no longer needs, and the
+ * thread inherits what it kept rather than everything.
+ */
 static void syncer_kick(struct recfile_writer *w)
 {
-	if (!w->syncer_on)
+	int err;
+
+	if (!(w->flags & RECFILE_SYNC))
 		return;
+	if (!w->syncer_on && !w->sync_failed && (err = syncer_start(w))) {
+		w->sync_failed = true;	/* chunks are still written, just not synced */
+		if (!w->err)
+			w->err = err;
+		return;
+	}
 	pthread_mutex_lock(&w->lock);
 	w->sync_wanted = true;
 	if (w->sync_err && !w->err)
@@ -208,8 +224,9 @@ static void encode_header(const struct recfile_info *info, uint8_t *h)
 
 /*
  * Without --force the name is taken exclusively. With it, the file is
- * built under a temporary name beside path and renamed over it once its
- * header is there (rename(2) replaces a symlink, never follows it).
+ * built under a temporary name beside path and renamed over it at
+ * recfile_writer__commit() (rename(2) replaces a symlink, never follows
+ * it), so a recorder that fails to start leaves the old file alone.
  */
 static int create_file(struct recfile_writer *w, const char *path, const uint8_t *hdr)
 {
@@ -238,16 +255,25 @@ static int create_file(struct recfile_writer *w, const char *path, const uint8_t
 		return err;
 	}
 	err = write_all(fd, hdr, RECFILE_HDR_SIZE);
-	if (!err && rename(tmp, path))
-		err = -errno;
 	if (err) {
 		unlink(tmp);
 		close(fd);
 		free(tmp);
 		return err;
 	}
-	free(tmp);
+	w->tmp = tmp;
 	w->fd = fd;
+	return 0;
+}
+
+int recfile_writer__commit(struct recfile_writer *w)
+{
+	if (!w->tmp)
+		return 0;
+	if (rename(w->tmp, w->path))
+		return -errno;
+	free(w->tmp);
+	w->tmp = NULL;
 	return 0;
 }
 
@@ -262,6 +288,11 @@ struct recfile_writer *recfile_writer__open(const char *path, unsigned int flags
 		return NULL;
 	w->fd = -1;
 	w->flags = flags;
+	w->path = strdup(path);
+	if (!w->path) {
+		err = -ENOMEM;
+		goto err_free;
+	}
 	w->cap = RECFILE_CHUNK_BYTES + RECFILE_CHUNK_BYTES / 4;
 	w->buf = malloc(w->cap);
 	if (!w->buf) {
@@ -279,16 +310,12 @@ struct recfile_writer *recfile_writer__open(const char *path, unsigned int flags
 	if (err)
 		goto err_free;
 	w->st.file_bytes = RECFILE_HDR_SIZE;
-	if ((flags & RECFILE_SYNC) && (err = syncer_start(w))) {
-		close(w->fd);
-		unlink(path);
-		goto err_free;
-	}
 	return w;
 err_free:
 	if (w->z_ready)
 		deflateEnd(&w->z);
 	free(w->buf);
+	free(w->path);
 	free(w);
 	errno = -err;
 	return NULL;
@@ -423,24 +450,41 @@ void recfile_writer__stats(const struct recfile_writer *w, struct recfile_wstats
 	*st = w->st;
 }
 
-int recfile_writer__close(struct recfile_writer *w)
+static int finish(struct recfile_writer *w, bool keep)
 {
 	int err;
 
 	if (!w)
 		return 0;
-	write_chunk(w, RECFILE_CHUNK_LAST);
+	if (keep)
+		write_chunk(w, RECFILE_CHUNK_LAST);
 	syncer_stop(w);
-	if (!w->err && fdatasync(w->fd) && errno != EINVAL)
+	if (keep && !w->err && fdatasync(w->fd) && errno != EINVAL)
 		w->err = -errno;
 	if (close(w->fd) && !w->err)
 		w->err = -errno;
+	if (keep && !w->err && (err = recfile_writer__commit(w)))
+		w->err = err;
+	if (!keep || w->tmp)
+		unlink(w->tmp ? w->tmp : w->path);
 	err = w->err;
 	deflateEnd(&w->z);
 	free(w->buf);
 	free(w->out);
+	free(w->tmp);
+	free(w->path);
 	free(w);
 	return err;
+}
+
+int recfile_writer__close(struct recfile_writer *w)
+{
+	return finish(w, true);
+}
+
+void recfile_writer__discard(struct recfile_writer *w)
+{
+	finish(w, false);
 }
 
 /* ---- reader ---- */
@@ -569,7 +613,8 @@ struct recfile_reader *recfile_reader__open(const char *path, char *why, size_t 
 		say(why, why_len, "%s", strerror(ENOMEM));
 		return NULL;
 	}
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below. */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (r->fd < 0 || fstat(r->fd, &sb)) {
 		err = errno;
 		say(why, why_len, "%s", strerror(err));

@@ -86,8 +86,12 @@ struct recfile_wstats {
 /*
  * Create path (0600, O_CREAT | O_EXCL | O_NOFOLLOW unless RECFILE_FORCE)
  * and write its header, describing this host now. NULL with errno set.
+ * With RECFILE_FORCE the file is written under a temporary name beside
+ * path until recfile_writer__commit() (or close) renames it over path.
  */
 struct recfile_writer *recfile_writer__open(const char *path, unsigned int flags);
+/* RECFILE_FORCE: put the file in place now. 0 or -errno. */
+int recfile_writer__commit(struct recfile_writer *w);
 /*
  * Add len bytes to the current chunk; they never straddle two chunks.
  * Flushes the chunk when it is full or old enough. 0, or the first error
@@ -107,6 +111,8 @@ void recfile_writer__stats(const struct recfile_writer *w, struct recfile_wstats
  * fdatasync, close and free. 0 or the first error met since open.
  */
 int recfile_writer__close(struct recfile_writer *w);
+/* Close and remove the file: nothing worth keeping was written. */
+void recfile_writer__discard(struct recfile_writer *w);
 
 struct recfile_reader;
 

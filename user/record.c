@@ -324,6 +324,9 @@ int cmd_record(int argc, char **argv)
 	rc.session.tick_ms = TICK_MS;
 	rc.session.ustack_bytes = callstack__ustack_bytes(&rc.cs);
 	err = session__start(&rc.session);
+	/* Tracing: only now may --force replace the old recording. */
+	if (!err && (err = recording_writer__commit(rc.w)))
+		elog("cannot replace %s: %s", rc.path, strerror(-err));
 	if (!err)
 		err = session__run(&rc.session);
 	code = session__exit_code(&rc.session, err);
@@ -332,11 +335,11 @@ int cmd_record(int argc, char **argv)
 		sample(&rc);
 		check(&rc, recording_writer__flush(rc.w));
 		say_done(&rc);
+		check(&rc, recording_writer__close(rc.w));
+	} else {
+		/* Nothing was traced: leave no empty recording behind. */
+		recording_writer__discard(rc.w);
 	}
-	check(&rc, recording_writer__close(rc.w));
-	/* Nothing was traced: leave no empty recording behind. */
-	if (!rc.session.rb)
-		unlink(rc.path);
 	if (rc.write_err && !code)
 		code = 1;
 	callstack__log_stats(&rc.cs);

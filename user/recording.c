@@ -497,6 +497,28 @@ void recording_writer__stats(const struct recording_writer *w, struct recording_
 	st->raw_bytes = fs.raw_bytes;
 }
 
+int recording_writer__commit(struct recording_writer *w)
+{
+	return recfile_writer__commit(w->f);
+}
+
+static void writer_free(struct recording_writer *w)
+{
+	intern_free(&w->strs);
+	intern_free(&w->stacks);
+	free(w->stack_key);
+	free(w->scratch);
+	free(w);
+}
+
+void recording_writer__discard(struct recording_writer *w)
+{
+	if (!w)
+		return;
+	recfile_writer__discard(w->f);
+	writer_free(w);
+}
+
 int recording_writer__close(struct recording_writer *w)
 {
 	int err;
@@ -504,11 +526,7 @@ int recording_writer__close(struct recording_writer *w)
 	if (!w)
 		return 0;
 	err = recfile_writer__close(w->f);
-	intern_free(&w->strs);
-	intern_free(&w->stacks);
-	free(w->stack_key);
-	free(w->scratch);
-	free(w);
+	writer_free(w);
 	return err;
 }
 

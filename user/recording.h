@@ -127,8 +127,12 @@ int recording_writer__set_info(struct recording_writer *w, const struct rec_info
 int recording_writer__tick(struct recording_writer *w);
 int recording_writer__flush(struct recording_writer *w);
 void recording_writer__stats(const struct recording_writer *w, struct recording_wstats *st);
+/* RECORDING_FORCE: put the file in place of path now (close does too). */
+int recording_writer__commit(struct recording_writer *w);
 /* Flush, end the file, close, free. 0 or the first error met. */
 int recording_writer__close(struct recording_writer *w);
+/* Close and remove the file, free: nothing worth keeping was written. */
+void recording_writer__discard(struct recording_writer *w);
 
 /* ---- replaying ---- */
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "caps.h"
 #include "log.h"
 #include "session.h"
 
@@ -128,6 +129,7 @@ static int attach_new_libs(struct session *s)
 			continue;
 		lib->probed = true;
 		n = probes__attach_lib(&s->probes, lib->path, !explicit);
+		lib->n_probed = n > 0 ? n : 0;
 		if (n == 0) {
 			if (explicit) {
 				elog("%s: defines none of the CUDA allocation entry points", lib->path);
@@ -136,12 +138,18 @@ static int attach_new_libs(struct session *s)
 			wlog("%s: defines none of the CUDA allocation entry points", lib->path);
 			continue;
 		}
-		if (n < 0) {
-			if (explicit)
-				return n;
-			continue;
+		if (n < 0 && explicit)
+			return n;
+	}
+	/* Said once all are attached: a bad --libcuda makes a one-line error. */
+	for (i = 0; i < s->libs.n; i++) {
+		struct libcuda *lib = &s->libs.libs[i];
+
+		if (lib->n_probed && !lib->said) {
+			fprintf(stderr, "umtrace: probing %d entry points in %s\n", lib->n_probed,
+				lib->path);
+			lib->said = true;
 		}
-		fprintf(stderr, "umtrace: probing %d entry points in %s\n", n, lib->path);
 	}
 	return 0;
 }
@@ -238,6 +246,54 @@ static int load_and_attach(struct session *s)
 	return err;
 }
 
+/* Will the rescan attach perf-event uprobes later? */
+static bool rescan_needs_sys_admin(const struct session *s)
+{
+	return !s->ao->n_libcuda && s->ao->rescan_ms && !s->probes.multi;
+}
+
+/*
+ * What the loop still needs once attached: CAP_BPF and CAP_PERFMON to
+ * attach to the libcuda files the rescan finds later (and, before Linux
+ * 6.5 with unprivileged BPF off, for every bpf() call on the maps);
+ * CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to read other users'
+ * /proc/PID/maps and /proc/PID/root and the files behind them (rescan,
+ * symbolization); the guard's CAP_KILL to stop other users' processes.
+ * uid 0 stays, so the root-owned files it writes (state file,
+ * cgroup.freeze, pins) need nothing more.
+ */
+void session__drop_caps(struct session *s)
+{
+	cap_value_t keep[CAPS_KEEP_MAX];
+	size_t n = 0;
+	int err;
+
+	keep[n++] = CAP_BPF;
+	keep[n++] = CAP_PERFMON;
+	/*
+	 * Let in by CAP_SYS_ADMIN alone (see probes__check_env): bpf() needs
+	 * it still. And creating a perf-event uprobe takes CAP_SYS_ADMIN
+	 * again: a security fix reverted perf_uprobe_event_init() from
+	 * CAP_PERFMON (c9e0924e5c2b) and went to the stable kernels, so
+	 * CAP_PERFMON alone gets EACCES (6.18 here). Multi-uprobe links do
+	 * not ask for it.
+	 */
+	if (!caps__permitted(CAP_BPF) || !caps__permitted(CAP_PERFMON) ||
+	    rescan_needs_sys_admin(s))
+		keep[n++] = CAP_SYS_ADMIN;
+	keep[n++] = CAP_SYS_PTRACE;
+	keep[n++] = CAP_DAC_READ_SEARCH;
+	if (s->guard)
+		keep[n++] = CAP_KILL;
+	err = caps__drop_to(keep, n);
+	if (err == -EBUSY)
+		wlog("threads started before the probes were attached keep their capabilities");
+	else if (err)
+		wlog("cannot drop capabilities (continuing with them): %s", strerror(-err));
+	else
+		vlog("capabilities dropped to what attaching and symbolizing need");
+}
+
 int session__start(struct session *s)
 {
 	int err;
@@ -263,6 +319,8 @@ int session__start(struct session *s)
 		s->have_cmd = true;
 	}
 	err = load_and_attach(s);
+	if (!err && !s->drop_caps_later)
+		session__drop_caps(s);
 	if (!err && s->have_cmd)
 		err = launch__release(&s->launched);
 	if (err && s->have_cmd)

@@ -48,6 +48,11 @@ struct session {
 	bool batch_wakeups;
 	bool count_outside;		/* see struct probe_cfg */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
+	/*
+	 * The caller calls session__drop_caps() itself, later: the guard,
+	 * once its links are pinned (mounting a bpffs takes CAP_SYS_ADMIN).
+	 */
+	bool drop_caps_later;
 	/* state */
 	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	struct probes probes;
@@ -62,8 +67,17 @@ struct session {
 
 void session__init(struct session *s, struct attach_opts *ao, char **cmd,
 		   const struct session_ops *ops, void *ctx);
-/* Everything up to the probes being attached and COMMAND released. */
+/*
+ * Everything up to the probes being attached, the capabilities dropped
+ * (unless drop_caps_later) and COMMAND released.
+ */
 int session__start(struct session *s);
+/*
+ * Keep only the capabilities the loop needs from now on (the guard's,
+ * with a guard_kcfg, also CAP_KILL); a failure is a warning. Start no
+ * thread before it: a thread keeps what it had.
+ */
+void session__drop_caps(struct session *s);
 /* Poll until a stop condition; 0 or -errno. */
 int session__run(struct session *s);
 /* Ask the loop to stop (async-signal-safe). */

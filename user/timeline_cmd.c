@@ -255,6 +255,8 @@ static void flush_bursts(struct tl_cmd *c)
 
 	c->n_flush = 0;
 	twalk_r(c->accs, collect_burst, c);
+	if (!c->n_flush)
+		return;	/* qsort may not be given a NULL array, even empty */
 	qsort(c->flush, c->n_flush, sizeof(*c->flush), by_time);
 	for (i = 0; i < c->n_flush; i++)
 		note(c, timeline__add_burst(&c->t, c->flush[i].t_ns, c->flush[i].pid,

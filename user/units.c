@@ -70,6 +70,9 @@ int parse_duration_ms(const char *s, uint64_t *out_ms)
 
 	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
 		return -EINVAL;
+	/* strtod() would take "0x10" for 16 seconds: decimal only. */
+	if (strpbrk(s, "xX"))
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
 	if (errno || v < 0)
