@@ -2,7 +2,11 @@
 #
 # `make bench`'s programs: the empty mm_page_alloc program with its loader
 # (the floor any BPF page tracer pays) and the page-fault storm that
-# tests/bench/overhead.sh times under each tracer. Included by the
+# tests/bench/suite.py times under each tracer. `make OUT=DIR bench-progs`
+# builds everything the suite needs into DIR without running it (and
+# without touching ./umtrace); then `tests/bench/overhead.sh DIR`. The
+# peers the suite compares with (stress-ng, bpftrace, perf) come from
+# `scripts/install-deps.sh --bench`. Included by the
 # top-level Makefile, which provides OUT, ARCH, CC, CFLAGS, CLANG,
 # BPF_CFLAGS, BPFTOOL and LLVM_STRIP (Q and msg if it has them), and gets
 # BENCH_PROGS back. Include it before any rule that names $(BENCH_PROGS):
@@ -17,6 +21,9 @@ UMT_BENCH_OUT := $(OUT)/bench
 UMT_BENCH_LDLIBS := -lbpf -lelf -lz
 
 BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm
+
+.PHONY: bench-progs
+bench-progs: $(BENCH_PROGS) $(OUT)/umtrace $(FAKECUDA_LIB) $(OUT)/tests/alloc_mix
 
 $(UMT_BENCH_OUT):
 	$(Q)mkdir -p $@

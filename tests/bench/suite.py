@@ -1,0 +1,1101 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""suite.py OUT: what umtrace costs, side by side with the tools people use
+instead. `make bench` runs it (through overhead.sh); needs root.
+
+Workloads
+  storm   tests/bench/storm: mmap, touch every 4 KiB page, munmap, on
+          BENCH_THREADS threads (every page one mm_page_alloc and one free)
+  stress  stress-ng --vm (write64, remapping between passes)
+  calls   GPU call storm: alloc_mix, 4 KiB cuMemAlloc_v2 + cuMemFree_v2
+          pairs on 2 threads through the fake libcuda (FAKECUDA_MODE=discrete,
+          its cheapest calls, for the highest rate)
+  mixed   storm and a 1-thread GPU call storm at once; the time is until both
+          are done
+
+Configurations (each a tracer started before the workload and stopped after
+it, system-wide)
+  none      no tracer
+  empty     an empty tp_btf program on mm_page_alloc: the floor any BPF page
+            tracer pays (tests/bench/empty_tp)
+  guard     umtrace guard --floor 1% (never stops anything here), --no-pin
+  trace     umtrace trace --json > /dev/null
+  record    umtrace record -o FILE
+  record-fp umtrace record -o FILE --stack fp (GPU call storm only: no stack
+            copies through the ring buffer, unlike record's default)
+  bpftrace  a bpftrace script counting mm_page_alloc and mm_page_free per
+            thread
+  perf      perf record -e kmem:mm_page_alloc -a
+The GPU call storm runs under none, guard, trace, record and record-fp only
+(the peers do not see GPU calls). BCC's memleak is not run (said in the
+output): Debian's libbpf-tools does not ship it, and BCC's Python tools need
+kernel headers.
+
+Passes
+  1. wall times, kernel.bpf_stats_enabled=0: every workload, configurations
+     alternated run by run (A B C ... A B C ...), BENCH_RUNS runs each. Also
+     records lost, recursion misses, the tracer's CPU time during the
+     workload, its peak RSS, its BPF map memory and its load-and-attach time
+     (start to the line saying it is attached).
+  2. BPF statistics, kernel.bpf_stats_enabled=1 (BENCH_STATS=0 skips it): a
+     smaller storm and GPU call storm, alternated the same way; mean ns per
+     invocation of every program the tracer loaded. The statistics add two
+     clock reads to every invocation (about 60 ns here), which is why the
+     empty program is measured: the difference is the program body.
+  3. guard idle: umtrace guard left alone BENCH_IDLE_S seconds: RSS, CPU.
+
+Prints a table with PASS/MISS per target; writes OUT/bench/suite.json.
+
+Environment
+  BENCH_RUNS=5            runs per configuration and workload
+  BENCH_THREADS           storm and stress-ng threads: CPUs less one, 1 to 4
+                          (a CPU left for the tracer and kernel threads keeps
+                          runs steady; on 2 vCPUs two storm threads let runs
+                          of one configuration differ by over 50%)
+  BENCH_GIB               GiB touched per storm round, all threads; 1/thread
+  BENCH_ROUNDS=3          storm rounds
+  BENCH_STRESS_OPS=1000   stress-ng --vm-ops
+  BENCH_STRESS_BYTES=256M stress-ng --vm-bytes
+  BENCH_CALLS=400000      GPU calls per call storm run
+  BENCH_MIXED_CALLS=100000  GPU calls beside the storm in the mixed run
+  BENCH_STATS=1           0: skip the statistics pass
+  BENCH_STATS_ROUNDS=1    storm rounds in the statistics pass
+  BENCH_STATS_CALLS=200000  GPU calls per run in the statistics pass
+  BENCH_IDLE_S=30         guard idle time
+  BENCH_WORKLOADS, BENCH_CONFIGS  comma-separated subsets, for quick runs
+"""
+import json
+import os
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+READY_TIMEOUT_S = 30
+STOP_TIMEOUT_S = 60
+WORKLOAD_TIMEOUT_S = 300
+CALLS_TARGET_RATE = 100000
+
+BPFTRACE_PROG = """tracepoint:kmem:mm_page_alloc { @alloc[tid] = count(); }
+tracepoint:kmem:mm_page_free { @free[tid] = count(); }
+BEGIN { printf("attached\\n"); }
+END { clear(@alloc); clear(@free); }"""
+
+MEMLEAK_NOTE = ("BCC memleak: not run: Debian's libbpf-tools does not ship it, "
+                "and BCC's Python tools need kernel headers these machines lack")
+
+CONFIGS = ["none", "empty", "guard", "trace", "record", "record-fp", "bpftrace", "perf"]
+PEERS = ["bpftrace", "perf"]
+GPU_CONFIGS = ["none", "guard", "trace", "record", "record-fp"]
+GPU_ONLY = ["record-fp"]	# the same page programs as record: GPU call storm only
+CONFIG_DESC = {
+    "none": "no tracer",
+    "empty": "empty tp_btf/mm_page_alloc program (the floor)",
+    "guard": "umtrace guard --floor 1% --no-pin",
+    "trace": "umtrace trace --json > /dev/null",
+    "record": "umtrace record -o FILE",
+    "record-fp": "umtrace record -o FILE --stack fp (frame pointers: no stack copy)",
+    "bpftrace": "bpftrace: count mm_page_alloc/mm_page_free per tid",
+    "perf": "perf record -e kmem:mm_page_alloc -a",
+}
+LOST_RE = re.compile(r"^umtrace: warning: (\d+) records lost: ")
+
+
+def note(msg):
+    print(f"suite: {msg}", file=sys.stderr, flush=True)
+
+
+def die(msg):
+    note(msg)
+    sys.exit(1)
+
+
+def env_int(name, default, lo=1):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if not re.fullmatch(r"\d+", raw) or int(raw) < lo:
+        die(f"{name} must be an integer >= {lo}, not '{raw}'")
+    return int(raw)
+
+
+def env_float(name, default):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        v = -1
+    if not v > 0:
+        die(f"{name} must be a positive number, not '{raw}'")
+    return v
+
+
+def env_list(name, allowed):
+    raw = os.environ.get(name)
+    if not raw:
+        return list(allowed)
+    got = [w for w in raw.split(",") if w]
+    bad = [w for w in got if w not in allowed]
+    if bad:
+        die(f"{name}: unknown {', '.join(bad)} (known: {','.join(allowed)})")
+    return [w for w in allowed if w in got]
+
+
+def summary(values):
+    """(median, min, max) of the numbers that are not None, or None."""
+    v = [x for x in values if x is not None]
+    if not v:
+        return None
+    return statistics.median(v), min(v), max(v)
+
+
+# --- /proc ------------------------------------------------------------------
+
+def proc_state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def proc_cpu_s(pid):
+    """CPU time of all threads of pid in seconds (schedstat: ns)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for t in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / 1e9
+
+
+def proc_mem_kib(pid):
+    """VmHWM, VmRSS, RssAnon, RssFile in KiB."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                    out[k] = int(v.split()[0])
+    except OSError:
+        pass
+    return out
+
+
+def owned_bpf_ids(pid):
+    progs, maps = set(), set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return progs, maps
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                text = f.read()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            k, _, v = line.partition(":")
+            if k == "prog_id":
+                progs.add(int(v))
+            elif k == "map_id":
+                maps.add(int(v))
+    return progs, maps
+
+
+def cpu_idle_fraction(seconds):
+    def sample():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    t0, i0 = sample()
+    time.sleep(seconds)
+    t1, i1 = sample()
+    return (i1 - i0) / max(t1 - t0, 1)
+
+
+# --- BPF --------------------------------------------------------------------
+
+def bpftool_json(*args):
+    r = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True)
+    if r.returncode:
+        die(f"bpftool {' '.join(args)}: {r.stderr.strip()}")
+    return json.loads(r.stdout or "[]")
+
+
+def prog_snapshot(ids):
+    """{id: (name, run_time_ns, run_cnt, recursion_misses)}"""
+    return {p["id"]: (p.get("name", "?"), p.get("run_time_ns") or 0,
+                      p.get("run_cnt") or 0, p.get("recursion_misses") or 0)
+            for p in bpftool_json("prog", "show") if p["id"] in ids}
+
+
+def prog_delta(before, after):
+    """{name: {ns, cnt, misses}}; programs of one name are added up."""
+    out = {}
+    for pid, (name, ns, cnt, miss) in after.items():
+        b = before.get(pid, (name, 0, 0, 0))
+        d = out.setdefault(name, {"run_time_ns": 0, "run_cnt": 0, "misses": 0})
+        d["run_time_ns"] += ns - b[1]
+        d["run_cnt"] += cnt - b[2]
+        d["misses"] += miss - b[3]
+    return out
+
+
+def map_memory(prog_ids, map_ids):
+    progs = [p for p in bpftool_json("prog", "show") if p["id"] in prog_ids]
+    ids = set(map_ids)
+    for p in progs:
+        ids.update(p.get("map_ids", []))
+    maps = [m for m in bpftool_json("map", "show") if m["id"] in ids]
+    return sum(m.get("bytes_memlock", 0) for m in maps), len(maps)
+
+
+def foreign_tracing_progs(mine=()):
+    return sorted(f'{p["id"]}:{p.get("name", "?")}' for p in bpftool_json("prog", "show")
+                  if p.get("type") in ("tracing", "tracepoint", "raw_tracepoint", "kprobe",
+                                       "perf_event")
+                  and p["id"] not in mine)
+
+
+# --- tracers ----------------------------------------------------------------
+
+class Tracer:
+    """One configuration's tracer: started, waited for, measured, stopped."""
+
+    def __init__(self, suite, cfg, extra=()):
+        self.s, self.cfg, self.extra = suite, cfg, list(extra)
+        self.lines, self.proc, self.ready_at = [], None, None
+        self.ready = threading.Event()
+        self.reader = None
+        self.ctl = None
+        self.file = None
+        self.cpu0 = self.cpu_s = self.maxrss_kib = None
+
+    def argv(self):
+        s, lib = self.s, self.s.libcuda
+        if self.cfg == "empty":
+            return [s.empty_tp], r"^attached$"
+        if self.cfg == "guard":
+            return ([s.umtrace, "guard", "--floor", "1%", "--no-pin", "--state-file",
+                     os.path.join(s.tmp, "guard.state"), "--libcuda", lib] + self.extra,
+                    r"^umtrace: guard: armed: ")
+        if self.cfg == "trace":
+            return [s.umtrace, "trace", "--json", "--libcuda", lib] + self.extra, \
+                r"^umtrace: probing "
+        if self.cfg in ("record", "record-fp"):
+            self.file = os.path.join(s.tmp, "rec.umt")
+            fp = ["--stack", "fp"] if self.cfg == "record-fp" else []
+            return [s.umtrace, "record", "-o", self.file, "--force", "--libcuda", lib] + \
+                fp + self.extra, r"^umtrace: probing "
+        if self.cfg == "bpftrace":
+            return ["bpftrace", "-e", BPFTRACE_PROG], r"^attached$"
+        if self.cfg == "perf":
+            self.file = os.path.join(s.tmp, "perf.data")
+            ctl, ack = (os.path.join(s.tmp, n) for n in ("perf.ctl", "perf.ack"))
+            for f in (ctl, ack):
+                if not os.path.exists(f):
+                    os.mkfifo(f)
+            self.ctl = (ctl, ack)
+            # Started disabled; enabled through the control FIFO, whose
+            # "ack" is the moment it counts every event.
+            return ["perf", "record", "-e", "kmem:mm_page_alloc", "-a", "-o", self.file,
+                    "-D", "-1", "--control", f"fifo:{ctl},{ack}"], None
+        raise ValueError(self.cfg)
+
+    def _read(self, pipe, ready_re):
+        for raw in pipe:
+            t = time.monotonic()
+            line = raw.decode(errors="replace").rstrip("\n")
+            self.lines.append(line)
+            if ready_re and self.ready_at is None and ready_re.search(line):
+                self.ready_at = t
+                self.ready.set()
+        self.ready.set()
+
+    def start(self):
+        argv, ready = self.argv()
+        # trace's records go nowhere; the rest say little, all of it read.
+        if self.cfg == "trace":
+            out, err = subprocess.DEVNULL, subprocess.PIPE
+        else:
+            out, err = subprocess.PIPE, subprocess.STDOUT
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                     stderr=err, cwd=self.s.tmp)
+        pipe = self.proc.stderr if self.cfg == "trace" else self.proc.stdout
+        self.reader = threading.Thread(target=self._read, daemon=True,
+                                       args=(pipe, re.compile(ready) if ready else None))
+        self.reader.start()
+        self.s.live.add(self)
+        if self.cfg == "perf":
+            self._enable_perf()
+        else:
+            self.ready.wait(READY_TIMEOUT_S)
+        if self.ready_at is None:
+            self.stop()
+            raise RuntimeError(f"{self.cfg}: did not attach; it said: "
+                               + " | ".join(self.lines[-5:]))
+        self.attach_ms = (self.ready_at - self.t0) * 1e3
+        self.prog_ids, self.map_ids = owned_bpf_ids(self.proc.pid)
+        self.cpu0 = proc_cpu_s(self.proc.pid)
+
+    def _enable_perf(self):
+        ctl, ack = self.ctl
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        fd = None
+        while fd is None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                return
+            try:
+                fd = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.01)
+        afd = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            os.write(fd, b"enable\n")
+            got = b""
+            while b"ack" not in got:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    return
+                r, _, _ = select.select([afd], [], [], 0.05)
+                if r:
+                    data = os.read(afd, 64)
+                    if not data:
+                        time.sleep(0.01)
+                    got += data
+            self.ready_at = time.monotonic()
+        finally:
+            os.close(fd)
+            os.close(afd)
+
+    def stop(self):
+        """SIGINT as a user would; SIGKILL if it hangs. Returns its status
+        and keeps its resource usage: self.cpu_s is the CPU time it used
+        from attached to exit (what it read and wrote, its summary), and
+        self.maxrss_kib its peak RSS."""
+        if not self.proc:
+            return 0
+        p, status, ru = self.proc, None, None
+        if p.returncode is None:
+            p.send_signal(signal.SIGINT)
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    note(f"{self.cfg}: ignored SIGINT for {STOP_TIMEOUT_S} s; killing it")
+                    p.kill()
+                    _, status, ru = os.wait4(p.pid, 0)
+                    break
+                time.sleep(0.01)
+            p.returncode = os.waitstatus_to_exitcode(status)
+        if ru and self.cpu0 is not None:
+            self.cpu_s = ru.ru_utime + ru.ru_stime - self.cpu0
+            self.maxrss_kib = ru.ru_maxrss
+        self.reader.join(5)
+        self.proc = None
+        self.s.live.discard(self)
+        return p.returncode
+
+    def drops(self):
+        """Records lost, as the tracer counts them; None where nothing can be."""
+        if self.cfg in ("guard", "trace", "record", "record-fp"):
+            return sum(int(m.group(1)) for m in map(LOST_RE.match, self.lines) if m)
+        if self.cfg == "perf" and self.file and os.path.exists(self.file):
+            # The samples lost on the traced event, from its own section.
+            r = subprocess.run(["perf", "report", "-i", self.file, "--stats"],
+                               capture_output=True, text=True)
+            sect = r.stdout.partition("kmem:mm_page_alloc stats:")[2].split(" stats:")[0]
+            m = re.search(r"LOST_SAMPLES events:\s+(\d+)", sect)
+            return int(m.group(1)) if m else 0
+        return None
+
+    def stops(self):
+        return [l for l in self.lines if l.startswith("umtrace: guard: stop ")]
+
+    def cleanup(self):
+        if self.file and os.path.exists(self.file):
+            os.unlink(self.file)
+
+
+# --- workloads --------------------------------------------------------------
+
+def run_procs(suite, specs):
+    """Starts every (name, argv, env) at once and waits for all. Returns
+    ({name: (wall_s, stdout, cpu_s)}, taints), cpu_s the user and system
+    time of the process and the children it waited for (the BPF programs
+    run in the workload's context: that is where they cost). A workload
+    stopped by someone else's guard (the machine is shared) is continued,
+    and the run says so."""
+    procs, ends, taints = {}, {}, []
+
+    def waiter(name, p, t0):
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        ends[name] = (time.monotonic() - t0, p.returncode, out, ru.ru_utime + ru.ru_stime)
+
+    threads = []
+    for name, argv, env in specs:
+        t0 = time.monotonic()
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, env=env, cwd=suite.tmp)
+        procs[name] = p
+        th = threading.Thread(target=waiter, args=(name, p, t0), daemon=True)
+        th.start()
+        threads.append(th)
+    deadline = time.monotonic() + WORKLOAD_TIMEOUT_S
+    try:
+        while any(th.is_alive() for th in threads):
+            next(th for th in threads if th.is_alive()).join(0.2)
+            for name, p in procs.items():
+                if p.returncode is not None:
+                    continue
+                for pid in [p.pid] + descendants(p.pid):
+                    if proc_state(pid) == "T":
+                        taints.append(f"{name} pid {pid} was stopped by something else; "
+                                      "continued")
+                        os.kill(pid, signal.SIGCONT)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workload ran over {WORKLOAD_TIMEOUT_S} s")
+    except BaseException:
+        for p in procs.values():
+            if p.returncode is None:
+                p.kill()
+        raise
+    result = {}
+    for name, (wall, rc, out, cpu) in ends.items():
+        if rc:
+            raise RuntimeError(f"{name} exited with status {rc}: "
+                               f"{out.decode(errors='replace').strip()[-300:]}")
+        result[name] = (wall, out.decode(errors="replace"), cpu)
+    return result, taints
+
+
+class Suite:
+    def __init__(self, out):
+        self.out = out = os.path.abspath(out)
+        self.umtrace = os.path.join(out, "umtrace")
+        self.libcuda = os.path.abspath(os.path.join(out, "tests", "libcuda.so.1"))
+        self.alloc_mix = os.path.join(out, "tests", "alloc_mix")
+        self.storm_bin = os.path.join(out, "bench", "storm")
+        self.empty_tp = os.path.join(out, "bench", "empty_tp")
+        ncpu = os.cpu_count() or 1
+        self.runs = env_int("BENCH_RUNS", 5)
+        self.threads = env_int("BENCH_THREADS", min(max(ncpu - 1, 1), 4))
+        self.gib = env_float("BENCH_GIB", float(self.threads))
+        self.rounds = env_int("BENCH_ROUNDS", 3)
+        self.stress_ops = env_int("BENCH_STRESS_OPS", 1000)
+        self.stress_bytes = os.environ.get("BENCH_STRESS_BYTES") or "256M"
+        self.calls = env_int("BENCH_CALLS", 400000, lo=4)
+        self.mixed_calls = env_int("BENCH_MIXED_CALLS", 100000, lo=2)
+        self.stats = env_int("BENCH_STATS", 1, lo=0) != 0
+        self.stats_rounds = env_int("BENCH_STATS_ROUNDS", 1)
+        self.stats_calls = env_int("BENCH_STATS_CALLS", 200000, lo=4)
+        self.idle_s = env_int("BENCH_IDLE_S", 30)
+        self.workloads = env_list("BENCH_WORKLOADS", ["storm", "stress", "calls", "mixed"])
+        self.configs = env_list("BENCH_CONFIGS", CONFIGS)
+        self.skipped = {}
+        self.notes = []
+        self.results = {}	# workload -> config -> [run dicts]
+        self.tracer_info = {}	# config -> map memory etc.
+        self.attach = {}	# config -> [ms]
+        self.tmp = None
+        self.old_stats = None
+        self.mounted_tracefs = False
+        self.live = set()	# tracers running now
+
+    # --- set-up -------------------------------------------------------------
+
+    def check(self):
+        if os.geteuid():
+            die("needs root (BPF programs, kernel.bpf_stats_enabled)")
+        for f in (self.umtrace, self.libcuda, self.alloc_mix, self.storm_bin, self.empty_tp):
+            if not os.path.exists(f):
+                die(f"{f} is missing: run 'make bench' (or make OUT=... bench-progs)")
+        if subprocess.run(["bpftool", "version"], capture_output=True).returncode:
+            die("needs bpftool")
+        if not os.path.isdir("/sys/kernel/tracing/events/kmem") and \
+                any(c in self.configs for c in ("bpftrace", "perf")):
+            r = subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                self.mounted_tracefs = True
+                self.notes.append("mounted tracefs on /sys/kernel/tracing for bpftrace and "
+                                  "perf (unmounted at the end)")
+            else:
+                why = f"tracefs is not mounted and mount failed: {r.stderr.strip()}"
+                for c in ("bpftrace", "perf"):
+                    self.skipped[c] = why
+        tools = {"bpftrace": "bpftrace", "perf": "perf"}
+        for cfg, tool in tools.items():
+            if cfg in self.configs and cfg not in self.skipped and \
+                    subprocess.run(["sh", "-c", f"command -v {tool}"],
+                                   capture_output=True).returncode:
+                self.skipped[cfg] = f"{tool} is not installed (scripts/install-deps.sh --bench)"
+        if "stress" in self.workloads and \
+                subprocess.run(["sh", "-c", "command -v stress-ng"],
+                               capture_output=True).returncode:
+            self.workloads.remove("stress")
+            self.skipped["stress-ng workload"] = \
+                "stress-ng is not installed (scripts/install-deps.sh --bench)"
+        self.configs = [c for c in self.configs if c not in self.skipped]
+        if "none" not in self.configs:
+            die("BENCH_CONFIGS must include none: every ratio is to it")
+
+    def set_stats(self, on):
+        if self.old_stats is None:
+            with open("/proc/sys/kernel/bpf_stats_enabled") as f:
+                self.old_stats = f.read().strip()
+            if self.old_stats != "0":
+                self.notes.append("kernel.bpf_stats_enabled was already 1: turned off for "
+                                  "the wall-time pass, restored at the end")
+        with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+            f.write("1" if on else "0")
+
+    def restore(self):
+        if self.old_stats is not None:
+            with open("/proc/sys/kernel/bpf_stats_enabled", "w") as f:
+                f.write(self.old_stats)
+        if self.mounted_tracefs:
+            subprocess.run(["umount", "/sys/kernel/tracing"], capture_output=True)
+
+    # --- workloads ------------------------------------------------------------
+
+    def pages_per_run(self, rounds):
+        return int(self.gib * 2**30 / os.sysconf("SC_PAGESIZE")) * rounds
+
+    def storm_spec(self, rounds, threads=None):
+        return ("storm", [self.storm_bin, "-t", str(threads or self.threads),
+                          "-s", str(self.gib), "-r", str(rounds)], None)
+
+    def calls_spec(self, calls, threads):
+        env = dict(os.environ, FAKECUDA_MODE="discrete")
+        iters = max(calls // (2 * threads), 1)
+        return ("calls", [self.alloc_mix, "-t", str(threads), "-n", str(iters), "-s", "4K",
+                          "-a", "alloc", "-F", "-o", os.path.join(self.tmp, "truth.json")], env)
+
+    def calls_made(self):
+        with open(os.path.join(self.tmp, "truth.json")) as f:
+            truth = json.load(f)
+        return sum(c["calls"] for api, c in truth["calls"].items() if api != "cuInit")
+
+    def workload(self, name, stats_pass=False):
+        """Runs one workload; returns its figures."""
+        if name == "storm":
+            rounds = self.stats_rounds if stats_pass else self.rounds
+            res, taints = run_procs(self, [self.storm_spec(rounds)])
+            out = res["storm"][1].strip()
+            if not re.fullmatch(r"\d+\.\d+", out):
+                raise RuntimeError(f"storm printed '{out}', not a time")
+            return {"wall_s": float(out), "cpu_s": res["storm"][2]}, taints
+        if name == "stress":
+            argv = ["stress-ng", "--vm", str(self.threads), "--vm-bytes", self.stress_bytes,
+                    "--vm-method", "write64", "--vm-ops", str(self.stress_ops), "-q"]
+            res, taints = run_procs(self, [("stress", argv, None)])
+            return {"wall_s": res["stress"][0], "cpu_s": res["stress"][2]}, taints
+        if name == "calls":
+            calls = self.stats_calls if stats_pass else self.calls
+            res, taints = run_procs(self, [self.calls_spec(calls, 2)])
+            made = self.calls_made()
+            return {"wall_s": res["calls"][0], "cpu_s": res["calls"][2], "calls": made,
+                    "calls_per_s": made / res["calls"][0]}, taints
+        if name == "mixed":
+            t0 = time.monotonic()
+            res, taints = run_procs(self, [self.storm_spec(self.rounds),
+                                           self.calls_spec(self.mixed_calls, 1)])
+            wall = time.monotonic() - t0
+            made = self.calls_made()
+            return {"wall_s": wall, "storm_s": float(res["storm"][1].strip()),
+                    "cpu_s": res["storm"][2] + res["calls"][2],
+                    "calls": made, "calls_per_s": made / res["calls"][0]}, taints
+        raise ValueError(name)
+
+    def run_once(self, wname, cfg, stats_pass=False):
+        run = {}
+        tracer = None
+        if cfg != "none":
+            tracer = Tracer(self, cfg)
+            tracer.start()
+            run["attach_ms"] = round(tracer.attach_ms, 1)
+            self.attach.setdefault(cfg, []).append(tracer.attach_ms)
+            if cfg not in self.tracer_info and (tracer.prog_ids or tracer.map_ids):
+                mem, n = map_memory(tracer.prog_ids, tracer.map_ids)
+                self.tracer_info[cfg] = {"bpf_map_bytes": mem, "maps": n,
+                                         "programs": len(tracer.prog_ids)}
+            before = prog_snapshot(tracer.prog_ids) if tracer.prog_ids else {}
+        try:
+            figures, taints = self.workload(wname, stats_pass)
+        except Exception:
+            if tracer:
+                tracer.stop()
+                tracer.cleanup()
+            raise
+        run.update(figures)
+        if tracer:
+            after = prog_snapshot(tracer.prog_ids) if tracer.prog_ids else {}
+            rc = tracer.stop()
+            run["tracer_cpu_s"] = None if tracer.cpu_s is None else round(tracer.cpu_s, 4)
+            run["tracer_hwm_kib"] = tracer.maxrss_kib
+            run["drops"] = tracer.drops()
+            tracer.cleanup()
+            delta = prog_delta(before, after)
+            run["recursion_misses"] = sum(d["misses"] for d in delta.values())
+            if stats_pass:
+                run["progs"] = {n: {"ns": round(d["run_time_ns"] / d["run_cnt"], 1)
+                                    if d["run_cnt"] else None, "calls": d["run_cnt"],
+                                    "misses": d["misses"]}
+                                for n, d in delta.items()}
+            # perf ends by raising the SIGINT it was stopped with.
+            if rc not in (0, None) and not (cfg == "perf" and rc == -signal.SIGINT):
+                taints.append(f"the tracer exited with status {rc}: "
+                              + " | ".join(tracer.lines[-3:]))
+            taints += [f"guard: {l}" for l in tracer.stops()]
+        if taints:
+            run["taints"] = taints
+            for t in taints:
+                note(f"{wname}/{cfg}: {t}")
+        return run
+
+    def block(self, wname, configs, stats_pass=False):
+        key = wname + ("-stats" if stats_pass else "")
+        res = self.results.setdefault(key, {c: [] for c in configs})
+        for i in range(1, self.runs + 1):
+            for cfg in configs:
+                # One failed run (the machine is shared) costs that run only.
+                try:
+                    r = self.run_once(wname, cfg, stats_pass)
+                except RuntimeError as e:
+                    note(f"{key} run {i}/{self.runs} {cfg}: failed: {e}")
+                    res[cfg].append({"error": str(e)})
+                    continue
+                res[cfg].append(r)
+                extra = f", {r['calls_per_s']:.0f} calls/s" if "calls_per_s" in r else ""
+                lost = f", {r['drops']} lost" if r.get("drops") else ""
+                note(f"{key} run {i}/{self.runs} {cfg}: {r['wall_s']:.3f} s{extra}{lost}")
+
+    def guard_idle(self):
+        t = Tracer(self, "guard")
+        t.start()
+        self.attach.setdefault("guard", []).append(t.attach_ms)
+        cpu0 = proc_cpu_s(t.proc.pid)
+        time.sleep(self.idle_s)
+        cpu1 = proc_cpu_s(t.proc.pid)
+        mem = proc_mem_kib(t.proc.pid)
+        t.stop()
+        idle = {"seconds": self.idle_s, "cpu_s": round(cpu1 - cpu0, 4),
+                "cpu_pct": round((cpu1 - cpu0) / self.idle_s * 100, 4),
+                "attach_ms": round(t.attach_ms, 1), **{k: v for k, v in mem.items()}}
+        # What of that RSS is the ring buffer: the same guard with a small one.
+        small = Tracer(self, "guard", ["--ringbuf-size", "256K"])
+        small.start()
+        time.sleep(2)
+        mem = proc_mem_kib(small.proc.pid)
+        small.stop()
+        idle["ringbuf_256K"] = {k: mem.get(k) for k in ("VmRSS", "VmHWM")}
+        return idle
+
+    # --- main ---------------------------------------------------------------
+
+    def run(self):
+        self.check()
+        self.tmp = tempfile.mkdtemp(prefix="umtrace-bench.")
+        self.started = time.time()
+        try:
+            self.idle_before = cpu_idle_fraction(2)
+            if self.idle_before < 0.8:
+                self.notes.append(f"the machine was busy before the suite: "
+                                  f"{(1 - self.idle_before) * 100:.0f}% of CPU in use; "
+                                  "figures will be noisy")
+            self.foreign = foreign_tracing_progs()
+            if self.foreign:
+                self.notes.append(f"tracing programs of others were loaded "
+                                  f"({len(self.foreign)}: {' '.join(self.foreign[:12])}"
+                                  f"{' ...' if len(self.foreign) > 12 else ''}); "
+                                  "any on the page tracepoints slow every configuration alike")
+            for n in self.notes:
+                note(n)
+            for k, why in self.skipped.items():
+                note(f"{k} skipped: {why}")
+            note(MEMLEAK_NOTE)
+            self.set_stats(False)
+            note(f"warm-up storm: {self.workload('storm')[0]['wall_s']:.3f} s")
+            for w in self.workloads:
+                cfgs = [c for c in self.configs if c in GPU_CONFIGS or w != "calls"]
+                cfgs = [c for c in cfgs if c not in GPU_ONLY or w == "calls"]
+                self.block(w, cfgs)
+            if self.stats:
+                self.set_stats(True)
+                if "storm" in self.workloads:
+                    self.block("storm", [c for c in self.configs
+                                         if c not in ["none", "perf"] + GPU_ONLY], True)
+                if "calls" in self.workloads:
+                    self.block("calls", [c for c in self.configs
+                                         if c in GPU_CONFIGS and c != "none"], True)
+                self.set_stats(False)
+            self.idle = self.guard_idle() if "guard" in self.configs else None
+            self.idle_after = cpu_idle_fraction(2)
+            self.foreign_after = foreign_tracing_progs()
+        finally:
+            for t in list(self.live):
+                t.stop()
+            self.restore()
+            subprocess.run(["rm", "-rf", self.tmp])
+        self.finished = time.time()
+        report = Report(self)
+        report.print()
+        path = os.path.join(self.out, "bench", "suite.json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path + ".tmp", "w") as f:
+            json.dump(report.json(), f, indent=1)
+            f.write("\n")
+        os.rename(path + ".tmp", path)
+        print(f"\nwrote {path}")
+
+
+# --- report -----------------------------------------------------------------
+
+def fmt_range(s, fmt):
+    if s is None:
+        return "-"
+    return f"{fmt.format(s[0])} [{fmt.format(s[1])}-{fmt.format(s[2])}]"
+
+
+class Report:
+    def __init__(self, suite):
+        self.s = suite
+        self.targets = []
+
+    def col(self, wname, cfg, key):
+        return [r.get(key) for r in self.s.results.get(wname, {}).get(cfg, [])]
+
+    def wall(self, wname, cfg, key="wall_s"):
+        return summary(self.col(wname, cfg, key))
+
+    def ratio(self, wname, cfg, key="wall_s"):
+        base, m = self.wall(wname, "none", key), self.wall(wname, cfg, key)
+        if not base or not m:
+            return None
+        return m[0] / base[0]
+
+    def prog_ns(self, wname, cfg, prog):
+        return summary([r.get("progs", {}).get(prog, {}).get("ns")
+                        for r in self.s.results.get(wname, {}).get(cfg, [])])
+
+    def prog_names(self, wname, cfg):
+        names = []
+        for r in self.s.results.get(wname, {}).get(cfg, []):
+            for n, d in r.get("progs", {}).items():
+                if d["calls"] and n not in names:
+                    names.append(n)
+        return names
+
+    def total(self, wname, cfg, key):
+        v = [x for x in self.col(wname, cfg, key) if x is not None]
+        return sum(v) if v else None
+
+    def target(self, name, figure, ok, why=None):
+        result = "N/A" if ok is None else ("PASS" if ok else "MISS")
+        self.targets.append({"target": name, "figure": figure, "result": result,
+                             **({"note": why} if why else {})})
+
+    def compute_targets(self):
+        s = self.s
+        floor = self.prog_ns("storm-stats", "empty", "empty_alloc")
+        for cfg, limit in (("guard", 15), ("trace", 30)):
+            ns = self.prog_ns("storm-stats", cfg, "page_alloc")
+            if floor and ns:
+                d = ns[0] - floor[0]
+                self.target(f"{cfg} page_alloc <= floor + {limit} ns",
+                            f"{ns[0]:.1f} ns, floor {floor[0]:.1f}: {d:+.1f} ns", d <= limit)
+            else:
+                self.target(f"{cfg} page_alloc <= floor + {limit} ns", "-", None,
+                            "not measured")
+        peers = {p: self.ratio("storm", p) for p in PEERS}
+        peers = {p: r for p, r in peers.items() if r is not None}
+        for cfg, limit in (("guard", 3), ("trace", 4)):
+            r = self.ratio("storm", cfg)
+            if r is None:
+                self.target(f"storm slowdown {cfg} <= {limit}%", "-", None, "not measured")
+                continue
+            c = self.ratio("storm", cfg, "cpu_s")
+            cpu = f" (workload CPU {(c - 1) * 100:+.1f}%)" if c else ""
+            self.target(f"storm slowdown {cfg} <= {limit}%", f"wall {(r - 1) * 100:+.1f}%{cpu}",
+                        (r - 1) * 100 <= limit)
+            if peers:
+                best = min(peers, key=peers.get)
+                self.target(f"storm slowdown {cfg} < every peer",
+                            f"{(r - 1) * 100:+.1f}% vs {best} {(peers[best] - 1) * 100:+.1f}%",
+                            r < peers[best])
+            else:
+                self.target(f"storm slowdown {cfg} < every peer", "-", None, "no peer ran")
+        for cfg in ("trace", "record", "guard", "record-fp"):
+            if cfg not in s.results.get("calls", {}):
+                continue
+            rate = summary(self.col("calls", cfg, "calls_per_s"))
+            lost = self.total("calls", cfg, "drops")
+            name = f"0 drops at {CALLS_TARGET_RATE // 1000}k calls/s ({cfg})"
+            if rate is None or lost is None:
+                self.target(name, "-", None, "not measured")
+                continue
+            fig = f"{lost} lost, {rate[0]:,.0f} calls/s"
+            if lost:
+                self.target(name, fig, False)
+            elif rate[0] < CALLS_TARGET_RATE:
+                self.target(name, fig, None, f"{CALLS_TARGET_RATE:,} calls/s not reached here")
+            else:
+                self.target(name, fig, True)
+        idle = s.idle
+        if idle:
+            rss = idle.get("VmRSS", 0) / 1024
+            self.target("guard idle RSS <= 8 MiB", f"VmRSS {rss:.1f} MiB, VmHWM "
+                        f"{idle.get('VmHWM', 0) / 1024:.1f} MiB", rss <= 8)
+            self.target("guard idle CPU <= 0.2%", f"{idle['cpu_pct']:.3f}%",
+                        idle["cpu_pct"] <= 0.2)
+        att = summary(s.attach.get("guard", []))
+        if att:
+            self.target("guard load+attach <= 300 ms", fmt_range(att, "{:.0f}") + " ms",
+                        att[0] <= 300)
+
+    def print(self):
+        s = self.s
+        self.compute_targets()
+        p = print
+        p(f"\numtrace overhead suite: {os.cpu_count()} CPUs, kernel {os.uname().release}, "
+          f"{s.runs} runs per config, alternated; median [min-max]")
+        p(f"storm: {s.threads} thread(s), {s.gib:g} GiB x {s.rounds} rounds "
+          f"({s.pages_per_run(s.rounds):,} pages per run); stress-ng --vm {s.threads} "
+          f"--vm-bytes {s.stress_bytes} --vm-method write64 --vm-ops {s.stress_ops}")
+        p(f"calls: alloc_mix -t 2, {s.calls:,} calls (4 KiB cuMemAlloc_v2/cuMemFree_v2, "
+          f"fake libcuda, discrete); mixed: storm + alloc_mix -t 1 with {s.mixed_calls:,} calls")
+        wl = [w for w in ("storm", "stress", "mixed") if w in s.results]
+        for key, title in (("wall_s", "Wall time, seconds (bpf_stats off), and ratio to no "
+                                      "tracer"),
+                           ("cpu_s", "Workload CPU time (user+sys; the BPF programs run in it, "
+                                     "and it is less swayed than wall time by other load on "
+                                     "the machine), seconds")):
+            if not wl:
+                break
+            p("\n" + title)
+            p(f"{'config':<9}" + "".join(f" {w + ' s':>25} {'ratio':>6}" for w in wl))
+            for cfg in s.configs:
+                if not any(self.wall(w, cfg, key) for w in wl):
+                    continue
+                row = f"{cfg:<9}"
+                for w in wl:
+                    m, r = self.wall(w, cfg, key), self.ratio(w, cfg, key)
+                    row += f" {fmt_range(m, '{:.3f}'):>25} {('%.3f' % r) if r else '-':>6}"
+                p(row)
+        if "calls" in s.results:
+            p("\nGPU call storm: calls/s, records lost (all runs), tracer CPU and peak RSS")
+            p(f"{'config':<9} {'calls/s':>30} {'lost':>8} {'tracer cpu s':>13} "
+              f"{'peak RSS MiB':>13}")
+            for cfg in s.results["calls"]:
+                rate = summary(self.col("calls", cfg, "calls_per_s"))
+                lost = self.total("calls", cfg, "drops")
+                cpu = summary(self.col("calls", cfg, "tracer_cpu_s"))
+                hwm = summary(self.col("calls", cfg, "tracer_hwm_kib"))
+                p(f"{cfg:<9} {fmt_range(rate, '{:,.0f}'):>30} "
+                  f"{'-' if lost is None else lost:>8} "
+                  f"{'-' if not cpu else f'{cpu[0]:.2f}':>13} "
+                  f"{'-' if not hwm else f'{hwm[1] / 1024:.1f}':>13}")
+            p("(lost: ring-buffer records; record also ships a stack record per call, so "
+              "its count can exceed the calls lost)")
+            if "mixed" in s.results:
+                p("mixed run, GPU side: " + ", ".join(
+                    f"{cfg} {summary(self.col('mixed', cfg, 'calls_per_s'))[0]:,.0f}/s"
+                    for cfg in s.configs if summary(self.col("mixed", cfg, "calls_per_s"))))
+        if any(k.endswith("-stats") for k in s.results):
+            p("\nBPF programs, mean ns per invocation (bpf_stats on; page programs from the "
+              "storm, uprobes from the GPU call storm)")
+            p(f"{'workload':<8} {'config':<9} {'program':<16} {'ns':>24} {'calls/run':>11} "
+              f"{'rec.misses':>10}")
+            for w in ("storm-stats", "calls-stats"):
+                for cfg in s.results.get(w, {}):
+                    for n in self.prog_names(w, cfg):
+                        ns = self.prog_ns(w, cfg, n)
+                        c = summary([r.get("progs", {}).get(n, {}).get("calls")
+                                     for r in s.results[w][cfg]])
+                        miss = sum(r.get("progs", {}).get(n, {}).get("misses") or 0
+                                   for r in s.results[w][cfg])
+                        p(f"{w[:-6]:<8} {cfg:<9} {n:<16} {fmt_range(ns, '{:.1f}'):>24} "
+                          f"{c[0] if c else 0:>11,.0f} {miss:>10}")
+            fl = self.prog_ns("storm-stats", "empty", "empty_alloc")
+            if fl:
+                p(f"(the figures include the statistics' own clock reads: less empty_alloc's "
+                  f"{fl[0]:.1f} ns, they are the program body)")
+            if "perf" in s.configs:
+                p("perf: no BPF program (a perf event ring buffer per CPU); its cost is in "
+                  "the wall times")
+        p("\nTracers: load+attach ms, BPF map memory, CPU s and peak RSS during the storm, "
+          "records lost (storm/stress/mixed, all runs), recursion misses (all runs)")
+        p(f"{'config':<9} {'attach ms':>22} {'maps MiB':>9} {'cpu s':>7} {'RSS MiB':>8} "
+          f"{'lost':>16} {'rec.miss':>9}")
+        for cfg in s.configs:
+            if cfg == "none":
+                continue
+            att = summary(s.attach.get(cfg, []))
+            info = s.tracer_info.get(cfg, {})
+            mem = f"{info['bpf_map_bytes'] / 2**20:.2f}" if info else "-"
+            cpu = summary(self.col("storm", cfg, "tracer_cpu_s"))
+            hwm = summary(self.col("storm", cfg, "tracer_hwm_kib"))
+            lost = [self.total(w, cfg, "drops") for w in ("storm", "stress", "mixed")]
+            lost = "/".join("-" if x is None else str(x) for x in lost)
+            miss = sum(self.total(w, cfg, "recursion_misses") or 0 for w in s.results)
+            p(f"{cfg:<9} {fmt_range(att, '{:.0f}'):>22} {mem:>9} "
+              f"{'-' if not cpu else f'{cpu[0]:.2f}':>7} "
+              f"{'-' if not hwm else f'{hwm[1] / 1024:.1f}':>8} {lost:>16} {miss:>9}")
+        if s.idle:
+            i = s.idle
+            mib = lambda kib: f"{(kib or 0) / 1024:.1f}"
+            small = i["ringbuf_256K"]
+            p(f"\nGuard idle {i['seconds']} s: CPU {i['cpu_s']:.3f} s ({i['cpu_pct']:.3f}% of a "
+              f"core); MiB: VmRSS {mib(i.get('VmRSS'))} = RssAnon {mib(i.get('RssAnon'))} + "
+              f"RssFile {mib(i.get('RssFile'))}, VmHWM {mib(i.get('VmHWM'))}")
+            p(f"  (RssFile holds the ring buffer, mapped twice: the 8 MiB default counts 16. "
+              f"With --ringbuf-size 256K: VmRSS {mib(small['VmRSS'])}, "
+              f"VmHWM {mib(small['VmHWM'])}: the peak is reached while loading)")
+        p("\nTargets")
+        for t in self.targets:
+            extra = f" ({t['note']})" if "note" in t else ""
+            p(f"  {t['result']:<5} {t['target']:<40} {t['figure']}{extra}")
+        p("\nNot run:")
+        p(f"  {MEMLEAK_NOTE}")
+        for k, why in s.skipped.items():
+            p(f"  {k}: {why}")
+        notes = list(s.notes)
+        if s.idle_after < 0.8:
+            notes.append(f"the machine was busy after the suite: "
+                         f"{(1 - s.idle_after) * 100:.0f}% of CPU in use")
+        runs = [r for w in s.results.values() for rs in w.values() for r in rs]
+        taints = sum(1 for r in runs if r.get("taints"))
+        if taints:
+            notes.append(f"{taints} runs were disturbed (see 'taints' in the JSON)")
+        errors = sum(1 for r in runs if "error" in r)
+        if errors:
+            notes.append(f"{errors} runs failed and are left out (see 'error' in the JSON)")
+        if notes:
+            p("\nNotes:")
+            for n in notes:
+                p(f"  {n}")
+
+    def json(self):
+        s = self.s
+        git = subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty"],
+                             capture_output=True, text=True).stdout.strip()
+        workloads = {}
+        for w, cfgs in s.results.items():
+            workloads[w] = {}
+            for cfg, runs in cfgs.items():
+                d = {"runs": runs}
+                for key in ("wall_s", "cpu_s", "calls_per_s", "storm_s", "tracer_cpu_s",
+                            "tracer_hwm_kib", "attach_ms"):
+                    m = summary([r.get(key) for r in runs])
+                    if m:
+                        d[key] = {"median": m[0], "min": m[1], "max": m[2]}
+                r = self.ratio(w, cfg)
+                if r:
+                    d["ratio"] = round(r, 4)
+                r = self.ratio(w, cfg, "cpu_s")
+                if r:
+                    d["cpu_ratio"] = round(r, 4)
+                for key in ("drops", "recursion_misses"):
+                    t = self.total(w, cfg, key)
+                    if t is not None:
+                        d[key + "_total"] = t
+                if w.endswith("-stats"):
+                    d["progs"] = {}
+                    for n in self.prog_names(w, cfg):
+                        m = self.prog_ns(w, cfg, n)
+                        if m:
+                            d["progs"][n] = {"median_ns": m[0], "min_ns": m[1], "max_ns": m[2]}
+                workloads[w][cfg] = d
+        return {
+            "schema": 1,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(s.started)),
+            "duration_s": round(s.finished - s.started),
+            "git": git,
+            "out": s.out,
+            "umtrace_version": subprocess.run([s.umtrace, "--version"], capture_output=True,
+                                              text=True).stdout.strip(),
+            "host": {"cpus": os.cpu_count(), "kernel": os.uname().release,
+                     "idle_before": round(s.idle_before, 3),
+                     "idle_after": round(s.idle_after, 3),
+                     "foreign_tracing_progs": s.foreign,
+                     "foreign_tracing_progs_after": s.foreign_after},
+            "settings": {"runs": s.runs, "threads": s.threads, "gib_per_round": s.gib,
+                         "rounds": s.rounds, "pages_per_run": s.pages_per_run(s.rounds),
+                         "stress_ops": s.stress_ops, "stress_bytes": s.stress_bytes,
+                         "calls": s.calls, "mixed_calls": s.mixed_calls,
+                         "stats_rounds": s.stats_rounds, "stats_calls": s.stats_calls,
+                         "idle_s": s.idle_s},
+            "configs": {c: CONFIG_DESC[c] for c in s.configs},
+            "workloads": workloads,
+            "tracers": {c: {**s.tracer_info.get(c, {}),
+                            **({"attach_ms": dict(zip(("median", "min", "max"),
+                                                      summary(s.attach[c])))}
+                               if s.attach.get(c) else {})}
+                        for c in s.configs if c != "none"},
+            "guard_idle": s.idle,
+            "targets": self.targets,
+            "not_run": {"bcc-memleak": MEMLEAK_NOTE, **s.skipped},
+            "notes": s.notes,
+        }
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    suite = Suite(sys.argv[1])
+
+    def on_term(sig, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        suite.run()
+    except KeyboardInterrupt:
+        note("interrupted")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
