@@ -12,9 +12,10 @@
  *	headroom = anchor + net_at_anchor - net_now - reserved - floor
  *
  * is current to the page. The net counter is per CPU and folded into the
- * shared one every GUARD_BATCH pages; near the floor (less headroom than
- * every CPU's batch together) it is folded on every page, so the figure is
- * exact where it matters and costs no shared cache line elsewhere.
+ * shared one when a CPU has spent its share of the headroom (at most
+ * GUARD_BATCH pages); near the floor the share is 0 and every page folds,
+ * so the figure is exact where it matters and costs no shared cache line
+ * elsewhere.
  *
  * Admission. At a GPU allocation's entry its host cost (its size, for the
  * APIs user space says cost host memory on this platform) is reserved up
@@ -67,8 +68,17 @@ __u64 guard_send_failed;	/* bpf_send_signal errors: user space retries */
 __u64 guard_reclaims;		/* direct reclaim entries, host-wide */
 __u64 guard_kswapd_wakes;
 
+/*
+ * Per CPU: pages counted here and not yet folded into guard_net, and how
+ * many more this CPU may count before it must look at the shared figures
+ * again. The limit is set at each fold to a share of the headroom left,
+ * so that all CPUs together cannot spend more than there is; far from
+ * the floor a page costs a per-CPU add and a compare, near it (limit 0)
+ * every page folds and checks.
+ */
 struct guard_cpu {
 	__s64 delta;
+	__s64 limit;
 };
 
 struct {
@@ -108,27 +118,47 @@ static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 	       READ_ONCE(guard_reserved) - threshold;
 }
 
+static __always_inline struct guard_cpu *guard_cpu(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&guard_cpus, &zero);
+}
+
+/* Fold this CPU's pages into the shared count; the headroom left after. */
+static __always_inline __s64 guard_fold(struct guard_cpu *c, __s64 d)
+{
+	__s64 room, share;
+
+	__sync_fetch_and_add(&guard_net, d);
+	c->delta = 0;
+	room = guard_headroom(0, READ_ONCE(guard_floor));
+	/*
+	 * Half of an even share, so that other CPUs' older limits stay
+	 * covered (unsigned: BPF has no signed division before v4).
+	 */
+	share = room <= 0 ? 0 : (__s64)((__u64)room / (2 * guard_nr_cpus));
+	c->limit = share > GUARD_BATCH ? GUARD_BATCH : share;
+	return room;
+}
+
 /*
- * Count pages (negative: freed) and return the headroom above the floor
- * that is left after them.
+ * Count pages taken; returns the headroom above the floor when it had to
+ * be looked at, 1 (some) when this CPU's limit says there is room.
  */
 static __always_inline __s64 guard_count(__s64 pages)
 {
-	__u32 zero = 0;
-	struct guard_cpu *c = bpf_map_lookup_elem(&guard_cpus, &zero);
-	__s64 d, room;
+	struct guard_cpu *c = guard_cpu();
+	__s64 d;
 
 	if (!c)
 		return 1;
 	d = c->delta + pages;
-	room = guard_headroom(d, READ_ONCE(guard_floor));
-	if (d >= GUARD_BATCH || d <= -GUARD_BATCH ||
-	    room < (__s64)guard_nr_cpus * GUARD_BATCH) {
-		__sync_fetch_and_add(&guard_net, d);
-		d = 0;
+	if (d < c->limit) {
+		c->delta = d;
+		return 1;
 	}
-	c->delta = d;
-	return room;
+	return guard_fold(c, d);
 }
 
 static __always_inline bool comm_eq(const char *a, const volatile char *b)
@@ -302,11 +332,23 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 	guard_stop(UMT_GUARD_FLOOR, room, unreserved << page_shift, 0);
 }
 
+/* Frees need no decision: fold them only to keep guard_net current. */
 static __always_inline void guard_page_free(__u64 pages)
 {
+	struct guard_cpu *c;
+	__s64 d;
+
 	if (!guard_on || !READ_ONCE(guard_armed))
 		return;
-	guard_count(-(__s64)pages);
+	c = guard_cpu();
+	if (!c)
+		return;
+	d = c->delta - (__s64)pages;
+	if (d > -GUARD_BATCH) {
+		c->delta = d;
+		return;
+	}
+	guard_fold(c, d);
 }
 
 /* Direct reclaim entered by a task in scope while under LOW. */

@@ -29,6 +29,13 @@ const volatile bool count_proc_pages = false;
  */
 const volatile __u32 ustack_bytes = 0;
 /*
+ * Raw stacks are 8 KiB a call: past this much data waiting in the ring
+ * buffer, calls go with their frame-pointer stack only, so that a storm
+ * of calls fills it with stacks no faster than it is read and never makes
+ * a call record itself be lost.
+ */
+const volatile __u64 ustack_max_backlog = 0;
+/*
  * Wake the reader only once this much is waiting (0: every record). The
  * reader polls with a timeout anyway; a wake-up per record cost more CPU
  * than everything else umtrace does per call.
@@ -57,6 +64,7 @@ __s64 open_windows;
 __u64 rec_total;
 __u64 rec_dropped;
 __u64 storage_failed;
+__u64 ustack_skipped;	/* calls sent without their raw stack: buffer busy */
 
 struct window {
 	__u64 cookie;
@@ -549,8 +557,12 @@ int BPF_KPROBE(gpu_call_entry)
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
 	bpf_probe_read_kernel_str(w->pcomm, sizeof(w->pcomm), task->group_leader->comm);
 	capture_stack(w, ctx);
-	if (ustack_bytes)
-		us = ustack_reserve(ctx, bpf_get_current_pid_tgid());
+	if (ustack_bytes) {
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < ustack_max_backlog)
+			us = ustack_reserve(ctx, bpf_get_current_pid_tgid());
+		else
+			__sync_fetch_and_add(&ustack_skipped, 1);
+	}
 	w->ts_ns = bpf_ktime_get_ns();
 	if (us) {
 		us->ts_ns = w->ts_ns;

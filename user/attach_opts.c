@@ -6,7 +6,6 @@
 #include "log.h"
 #include "units.h"
 
-#define DEFAULT_RINGBUF (8ULL << 20)
 #define DEFAULT_RESCAN_MS 5000
 
 bool log_verbose;
@@ -14,7 +13,7 @@ bool log_verbose;
 void attach_opts__init(struct attach_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->ringbuf_bytes = DEFAULT_RINGBUF;
+	o->ringbuf_bytes = ATTACH_DEFAULT_RINGBUF;
 	o->rescan_ms = DEFAULT_RESCAN_MS;
 }
 

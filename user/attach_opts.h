@@ -33,6 +33,7 @@ enum {
 	{ "verbose", no_argument, NULL, 'v' }
 
 #define ATTACH_MAX_PIDS 64
+#define ATTACH_DEFAULT_RINGBUF (8ULL << 20)
 
 struct attach_opts {
 	const char **libcuda;	/* points into argv */

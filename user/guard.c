@@ -77,12 +77,17 @@ void guard_usage(FILE *f)
 	fprintf(f,
 "  -h, --help               show this help\n"
 "\n"
+"The guard's ring buffer is 1M unless --ringbuf-size says otherwise; -p is\n"
+"not a guard option (use --scope pid:).\n"
+"\n"
 "The platform decides what a GPU call costs the host: on unified memory\n"
 "(GB10, Jetson, Thor) a device allocation costs its size; on a discrete GPU\n"
 "only pinned and registered host memory does. Without --platform it is\n"
 "discrete when the NVIDIA driver lists a GPU with memory of its own, and\n"
 "unified otherwise.\n");
 }
+
+#define GUARD_RINGBUF (1ULL << 20)
 
 /* The kernel side may be wrong by up to this; log when it is worse. */
 #define ANCHOR_MAX_MS 100
@@ -716,6 +721,15 @@ int cmd_guard(int argc, char **argv)
 	session__init(&g->session, &g->ao, NULL, &ops, g);
 	g->session.poll_ms = 50;
 	g->session.tick_ms = g->pol.min_interval_ms;
+	/*
+	 * An always-on daemon: wake per 1/8 of the buffer or poll, not per
+	 * call (a wake-up per call tripled the return probe's cost), and a
+	 * smaller buffer than trace's (it is mapped twice: it is most of the
+	 * daemon's RSS). Kernel stop records still wake it at once.
+	 */
+	g->session.batch_wakeups = true;
+	if (g->ao.ringbuf_bytes == ATTACH_DEFAULT_RINGBUF)
+		g->ao.ringbuf_bytes = GUARD_RINGBUF;
 	if (g->ao.rescan_ms == 0 && !g->ao.n_libcuda)
 		g->ao.rescan_ms = 2000;	/* a daemon outlives the jobs it starts with */
 	err = arm(g);

@@ -152,6 +152,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	skel->rodata->count_outside = cfg->count_outside;
 	if (cfg->batch_wakeups)
 		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
+	skel->rodata->ustack_max_backlog = ringbuf_size(cfg->ringbuf_bytes) / 4;
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
 	/*
 	 * Enabling page_fault_user puts every user page fault of the host on
@@ -389,6 +390,7 @@ void probes__stats(const struct probes *p, struct probe_stats *st)
 	st->rec_total = p->skel->bss->rec_total;
 	st->rec_dropped = p->skel->bss->rec_dropped;
 	st->storage_failed = p->skel->bss->storage_failed;
+	st->ustack_skipped = p->skel->bss->ustack_skipped;
 	st->open_windows = p->skel->bss->open_windows;
 }
 

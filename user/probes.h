@@ -50,6 +50,7 @@ struct probe_stats {
 	uint64_t rec_total;
 	uint64_t rec_dropped;
 	uint64_t storage_failed;
+	uint64_t ustack_skipped;	/* calls sent with frame-pointer stacks only */
 	int64_t open_windows;
 };
 

@@ -340,6 +340,17 @@ static void report_drops(struct session *s)
 	s->drops_reported = st.rec_dropped;
 }
 
+static void report_skipped_stacks(struct session *s)
+{
+	struct probe_stats st;
+
+	probes__stats(&s->probes, &st);
+	if (st.ustack_skipped)
+		wlog("%llu calls kept only their frame-pointer stack: the ring buffer was too "
+		     "full for their raw stacks (raise --ringbuf-size)",
+		     (unsigned long long)st.ustack_skipped);
+}
+
 static void rescan(struct session *s)
 {
 	if (libcuda_set__scan_proc(&s->libs) > 0)
@@ -382,6 +393,7 @@ int session__run(struct session *s)
 	/* Whatever the traced processes sent before they exited is queued. */
 	err = ring_buffer__consume(s->rb);
 	report_drops(s);
+	report_skipped_stacks(s);
 	return err < 0 ? err : 0;
 }
 
