@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stddef.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,8 +287,32 @@ static void release_at_exit(const struct alloc_entry *e, void *ctx)
 	row->exit_freed_host += e->host_bytes;
 }
 
-/* A daemon does not keep the rows of the processes that come and go. */
-static void forget_proc(struct summary *s, uint32_t pid)
+_Static_assert(sizeof(struct summary_row) ==
+	       offsetof(struct summary_row, calls) + 12 * sizeof(uint64_t),
+	       "fold_row adds the counters from calls to the end");
+
+/* Add a row of a process that is gone into the row of all such. */
+static void fold_row(struct summary *s, const struct summary_row *r)
+{
+	struct summary_row *all = row_get(s, 0, r->api);
+	uint64_t *dst, *end;
+	const uint64_t *src;
+
+	if (!all)
+		return;
+	snprintf(all->comm, sizeof(all->comm), "[exited]");
+	/* Every counter of the row, from calls on, is a u64 to add. */
+	dst = &all->calls;
+	end = &all->exit_freed_host + 1;
+	for (src = &r->calls; dst < end; dst++, src++)
+		*dst += *src;
+}
+
+/*
+ * A daemon does not keep the rows of the processes that come and go;
+ * with fold, their counts go into the pid 0 "[exited]" rows.
+ */
+static void forget_proc(struct summary *s, uint32_t pid, bool fold)
 {
 	struct summary_row rkey = { .pid = pid }, **slot, *row;
 	struct summary_proc pkey = { .pid = pid }, **proc, *p;
@@ -300,8 +325,10 @@ static void forget_proc(struct summary *s, uint32_t pid)
 			continue;
 		row = *slot;
 		tdelete(&rkey, &s->rows, row_cmp);
-		free(row);
 		s->n_rows--;
+		if (fold)
+			fold_row(s, row);
+		free(row);
 	}
 	proc = tfind(&pkey, &s->procs, proc_cmp);
 	if (!proc)
@@ -323,8 +350,18 @@ void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
 	}
 	s->exits++;
 	alloc_table__remove_pid(&s->table, r->pid, release_at_exit, s);
-	if (s->forget_exited)
-		forget_proc(s, r->pid);
+	if (s->forget_exited) {
+		forget_proc(s, r->pid, false);
+		return;
+	}
+	/*
+	 * Keep the last SUMMARY_EXITED_KEPT exited processes' rows apart;
+	 * older ones are folded, so that a long trace over thousands of
+	 * short jobs holds a bounded table.
+	 */
+	if (s->n_exited >= SUMMARY_EXITED_KEPT)
+		forget_proc(s, s->exited_ring[s->n_exited % SUMMARY_EXITED_KEPT], true);
+	s->exited_ring[s->n_exited++ % SUMMARY_EXITED_KEPT] = r->pid;
 }
 
 /*

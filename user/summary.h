@@ -56,6 +56,8 @@ struct summary_proc {
 };
 
 #define SUMMARY_REPLACED 64
+/* Exited processes whose rows stay apart; older ones fold into pid 0. */
+#define SUMMARY_EXITED_KEPT 256
 
 struct summary_replaced {
 	struct alloc_key key;
@@ -76,6 +78,8 @@ struct summary {
 	bool forget_exited;		/* drop a process's rows when it exits (daemons) */
 	struct summary_replaced replaced[SUMMARY_REPLACED];
 	size_t n_replaced;
+	uint32_t exited_ring[SUMMARY_EXITED_KEPT];
+	uint64_t n_exited;
 	uint64_t exits;			/* processes that made GPU calls and exited */
 	uint64_t exit_freed;		/* allocations released by those exits */
 	uint64_t exit_freed_host;
