@@ -227,6 +227,9 @@ struct callsite **callsites__sorted(const struct callsites *cs)
 
 	if (!v)
 		return NULL;
+	/* No site yet: by_id is NULL, which memcpy and qsort may not get. */
+	if (!cs->n)
+		return v;
 	memcpy(v, cs->by_id, cs->n * sizeof(*v));
 	qsort(v, cs->n, sizeof(*v), by_host_desc);
 	return v;
