@@ -92,8 +92,6 @@ void guard_usage(FILE *f)
 /* The kernel side may be wrong by up to this; log when it is worse. */
 #define ANCHOR_MAX_MS 100
 
-static struct guard *the_guard;
-
 static void reap_children(void)
 {
 	while (waitpid(-1, NULL, WNOHANG) > 0)
@@ -705,7 +703,6 @@ int cmd_guard(int argc, char **argv)
 		elog("out of memory");
 		return 1;
 	}
-	the_guard = g;
 	err = guard__parse_args(g, argc, argv);
 	if (err) {
 		code = err > 0 ? 0 : 2;
