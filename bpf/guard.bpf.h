@@ -73,20 +73,17 @@ __u64 guard_kswapd_wakes;
  * many more this CPU may count before it must look at the shared figures
  * again. The limit is set at each fold to a share of the headroom left,
  * so that all CPUs together cannot spend more than there is; far from
- * the floor a page costs a per-CPU add and a compare, near it (limit 0)
- * every page folds and checks.
+ * the floor a page costs an add and a compare, near it (limit 0) every
+ * page folds and checks.
+ *
+ * A cache line a CPU in .bss, indexed by CPU number, rather than a
+ * per-CPU map: that map's lookup reads the map's own struct first, and in
+ * a page-fault storm each extra line a page touches is a likely cache
+ * miss. A CPU numbered past the array folds every page.
  */
-struct guard_cpu {
-	__s64 delta;
-	__s64 limit;
-};
+#define GUARD_MAX_CPUS		1024
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct guard_cpu);
-} guard_cpus SEC(".maps");
+struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
 
 /* Last stop sent per process (tgid -> ktime). */
 struct {
@@ -118,21 +115,33 @@ static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 	       READ_ONCE(guard_reserved) - threshold;
 }
 
-static __always_inline struct guard_cpu *guard_cpu(void)
+static __always_inline struct umt_guard_cpu *guard_cpu(void)
 {
-	__u32 zero = 0;
+	__u32 cpu = bpf_get_smp_processor_id();
 
-	return bpf_map_lookup_elem(&guard_cpus, &zero);
+	return cpu < GUARD_MAX_CPUS ? &guard_cpus[cpu] : NULL;
 }
 
-/* Fold this CPU's pages into the shared count; the headroom left after. */
-static __always_inline __s64 guard_fold(struct guard_cpu *c, __s64 d)
+/*
+ * Fold d pages into the shared count; the headroom left after, or 1
+ * (some) before the first anchor, when there is nothing to compare with:
+ * pages counted before it are in the net figure the anchor is taken
+ * against, so none is lost.
+ */
+static __always_inline __s64 guard_fold(__s64 d)
 {
-	__s64 room, share;
-
 	__sync_fetch_and_add(&guard_net, d);
+	if (!READ_ONCE(guard_armed))
+		return 1;
+	return guard_headroom(0, READ_ONCE(guard_floor));
+}
+
+/* Fold this CPU's pages and set its next limit from what is left. */
+static __always_inline __s64 guard_fold_cpu(struct umt_guard_cpu *c, __s64 d)
+{
+	__s64 room = guard_fold(d), share;
+
 	c->delta = 0;
-	room = guard_headroom(0, READ_ONCE(guard_floor));
 	/*
 	 * Half of an even share, so that other CPUs' older limits stay
 	 * covered (unsigned: BPF has no signed division before v4).
@@ -148,17 +157,17 @@ static __always_inline __s64 guard_fold(struct guard_cpu *c, __s64 d)
  */
 static __always_inline __s64 guard_count(__s64 pages)
 {
-	struct guard_cpu *c = guard_cpu();
+	struct umt_guard_cpu *c = guard_cpu();
 	__s64 d;
 
 	if (!c)
-		return 1;
+		return guard_fold(pages);
 	d = c->delta + pages;
 	if (d < c->limit) {
 		c->delta = d;
 		return 1;
 	}
-	return guard_fold(c, d);
+	return guard_fold_cpu(c, d);
 }
 
 static __always_inline bool comm_eq(const char *a, const volatile char *b)
@@ -318,7 +327,7 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 {
 	__s64 room;
 
-	if (!guard_on || !READ_ONCE(guard_armed))
+	if (!guard_on)
 		return;
 	/*
 	 * All pages go into net; those drawn from a reservation left it
@@ -335,20 +344,22 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 /* Frees need no decision: fold them only to keep guard_net current. */
 static __always_inline void guard_page_free(__u64 pages)
 {
-	struct guard_cpu *c;
+	struct umt_guard_cpu *c;
 	__s64 d;
 
-	if (!guard_on || !READ_ONCE(guard_armed))
+	if (!guard_on)
 		return;
 	c = guard_cpu();
-	if (!c)
+	if (!c) {
+		guard_fold(-(__s64)pages);
 		return;
+	}
 	d = c->delta - (__s64)pages;
 	if (d > -GUARD_BATCH) {
 		c->delta = d;
 		return;
 	}
-	guard_fold(c, d);
+	guard_fold_cpu(c, d);
 }
 
 /* Direct reclaim entered by a task in scope while under LOW. */

@@ -160,6 +160,15 @@ enum umt_guard_scope {
 	UMT_SCOPE_CGROUP = 3,	/* in the cgroup (or below) in guard_cgroup */
 };
 
+/*
+ * The guard's page count on one CPU (see guard.bpf.h), a cache line each
+ * so that CPUs never share one.
+ */
+struct umt_guard_cpu {
+	__s64 delta;
+	__s64 limit;
+} __attribute__((aligned(64)));
+
 /* Process names the kernel side never stops, besides pid 1 and itself. */
 #define UMT_GUARD_MAX_PROTECT 16
 

@@ -716,7 +716,11 @@ int cmd_guard(int argc, char **argv)
 	ops = guard_ops;
 	ops.on_tick = on_tick;
 	session__init(&g->session, &g->ao, NULL, &ops, g);
-	g->session.poll_ms = 50;
+	/*
+	 * Ticks end the ring buffer's waits (session__run), stop records
+	 * wake it at once: idle, the daemon wakes once a sample.
+	 */
+	g->session.poll_ms = GUARD_MAX_INTERVAL_MS;
 	g->session.tick_ms = g->pol.min_interval_ms;
 	/*
 	 * An always-on daemon: wake per 1/8 of the buffer or poll, not per

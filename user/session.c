@@ -357,6 +357,19 @@ static void rescan(struct session *s)
 		attach_new_libs(s);
 }
 
+/*
+ * Wake for the next tick, not past it: with batched wake-ups an idle
+ * daemon then wakes once a tick instead of once a poll_ms.
+ */
+static int poll_timeout(const struct session *s, uint64_t next_tick)
+{
+	uint64_t now = mono_ms();
+
+	if (next_tick <= now)
+		return 0;
+	return next_tick - now < (uint64_t)s->poll_ms ? (int)(next_tick - now) : s->poll_ms;
+}
+
 int session__run(struct session *s)
 {
 	uint64_t start = mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
@@ -364,7 +377,7 @@ int session__run(struct session *s)
 
 	next_scan = s->ao->rescan_ms ? start + s->ao->rescan_ms : UINT64_MAX;
 	while (!exiting) {
-		err = ring_buffer__poll(s->rb, s->poll_ms);
+		err = ring_buffer__poll(s->rb, poll_timeout(s, next_tick));
 		/* Records sent without a wake-up are read here. */
 		if (err >= 0 && s->batch_wakeups)
 			err = ring_buffer__consume(s->rb);

@@ -36,7 +36,7 @@ struct session {
 	const struct session_ops *ops;
 	void *ctx;
 	uint64_t tick_ms;		/* on_tick may change it */
-	int poll_ms;			/* ring buffer wait; ticks are no finer */
+	int poll_ms;			/* longest ring buffer wait */
 	uint64_t duration_ms;		/* 0: until stopped */
 	bool quiet_pages;		/* no-libcuda mode prints nothing */
 	uint32_t ustack_bytes;		/* raw stack per call for on_ustack, 0: none */
