@@ -36,6 +36,8 @@
 #define GUARD_PF_KTHREAD	0x00200000U
 /* Pages a CPU may count before folding them into the shared counter. */
 #define GUARD_BATCH		64
+/* An admitted call's slack: 1/GUARD_SLACK_DIV of its size, + GUARD_BATCH. */
+#define GUARD_SLACK_DIV		32
 /* One stop a process per this long: its other threads keep allocating
  * until each returns to user space, and a resumed process must be
  * stoppable again at once. */
@@ -100,6 +102,17 @@ struct {
 	__type(key, __u32);
 	__type(value, __u8);
 } guard_scope_pids SEC(".maps");
+
+/*
+ * --scope comm: a verdict per process name. LRU: a name evicted is only
+ * asked about again.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct umt_comm_key);
+	__type(value, __u8);
+} guard_scope_comms SEC(".maps");
 
 /* --scope cgroup: slot 0 holds the cgroup. */
 struct {
@@ -183,14 +196,13 @@ static __always_inline bool comm_eq(const char *a, const volatile char *b)
 	return true;
 }
 
-static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid)
+static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid,
+					    const char *comm)
 {
-	char comm[TASK_COMM_LEN];
 	__u32 i;
 
 	if (tgid <= 1 || tgid == guard_self || (task->flags & GUARD_PF_KTHREAD))
 		return true;
-	bpf_probe_read_kernel_str(comm, sizeof(comm), task->group_leader->comm);
 	for (i = 0; i < UMT_GUARD_MAX_PROTECT; i++) {
 		if (i >= guard_n_protect)
 			break;
@@ -200,8 +212,47 @@ static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid
 	return false;
 }
 
-static __always_inline bool guard_in_scope(__u32 tgid)
+/*
+ * Ask user space for a name's verdict, once: the ASKED entry keeps other
+ * decisions from asking again; a question the ring buffer had no room
+ * for is forgotten, so that the next decision asks it anew.
+ */
+static __always_inline void guard_ask_scope(__u32 tgid, const struct umt_comm_key *name)
 {
+	struct umt_scope_ask_rec *r;
+	__u8 asked = UMT_COMM_ASKED;
+
+	if (bpf_map_update_elem(&guard_scope_comms, name, &asked, BPF_NOEXIST))
+		return;
+	__sync_fetch_and_add(&rec_total, 1);
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&rec_dropped, 1);
+		bpf_map_delete_elem(&guard_scope_comms, name);
+		return;
+	}
+	r->type = UMT_REC_SCOPE_ASK;
+	r->pid = tgid;
+	__builtin_memcpy(&r->name, name, sizeof(r->name));
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
+
+/* A process that has just taken a name: have its verdict ready early. */
+static __always_inline void guard_note_name(__u32 tgid, const char *comm)
+{
+	struct umt_comm_key name = {};
+
+	if (!guard_on || guard_scope != UMT_SCOPE_COMM)
+		return;
+	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), comm);
+	if (!bpf_map_lookup_elem(&guard_scope_comms, &name))
+		guard_ask_scope(tgid, &name);
+}
+
+static __always_inline bool guard_in_scope(__u32 tgid, const struct umt_comm_key *name)
+{
+	__u8 *verdict;
+
 	switch (guard_scope) {
 	case UMT_SCOPE_ALL:
 		return true;
@@ -209,6 +260,11 @@ static __always_inline bool guard_in_scope(__u32 tgid)
 		return bpf_map_lookup_elem(&guard_scope_pids, &tgid) != NULL;
 	case UMT_SCOPE_CGROUP:
 		return bpf_current_task_under_cgroup(&guard_cgroup, 0) == 1;
+	case UMT_SCOPE_COMM:
+		verdict = bpf_map_lookup_elem(&guard_scope_comms, name);
+		if (!verdict)
+			guard_ask_scope(tgid, name);
+		return verdict && *verdict == UMT_COMM_IN;
 	default:
 		return bpf_map_lookup_elem(&gpu_procs, &tgid) != NULL;
 	}
@@ -234,11 +290,13 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct umt_comm_key name = {};
 	struct umt_guard_rec *r;
 	__u32 tgid = id >> 32;
 	long ret = 0;
 
-	if (guard_protected(task, tgid) || !guard_in_scope(tgid))
+	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), task->group_leader->comm);
+	if (guard_protected(task, tgid, name.comm) || !guard_in_scope(tgid, &name))
 		return false;
 	if (!guard_claim(tgid, now))
 		return false;
@@ -265,7 +323,7 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	r->dry_run = guard_dry_run;
 	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
-	bpf_probe_read_kernel_str(r->pcomm, sizeof(r->pcomm), task->group_leader->comm);
+	__builtin_memcpy(r->pcomm, name.comm, sizeof(r->pcomm));
 	/* The stop must reach user space now, not at the next batch. */
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 	return true;
@@ -292,23 +350,54 @@ static __always_inline __s64 guard_admit(__u64 ck, __u64 size)
 	room = guard_headroom(0, READ_ONCE(guard_floor));
 	if (room >= 0)
 		return cost;
+	/*
+	 * A caller stopped here gives its reservation back: its call runs, if
+	 * ever, after an operator's resume. One left running (out of scope,
+	 * protected, a dry run, stopped a moment ago) keeps it: its pages are
+	 * coming all the same, and other callers must see them coming.
+	 */
+	if (!guard_stop(UMT_GUARD_ADMISSION, room + cost, size, api) || guard_dry_run)
+		return cost;
 	__sync_fetch_and_add(&guard_reserved, -cost);
-	guard_stop(UMT_GUARD_ADMISSION, room + cost, size, api);
 	return 0;
 }
 
-/* Pages of an admitted call come out of its reservation first. */
-static __always_inline __u64 guard_draw(__s64 *reserved, __u64 pages)
+/*
+ * An admitted call may take a little more than its size (page tables,
+ * the driver's bookkeeping) before the backstop looks at its pages: a
+ * stop decided inside the call lands only when the driver returns, so it
+ * would come no sooner than the stop the next call's admission makes
+ * before that call runs. Past the slack, a call that takes far more than
+ * it was admitted for is stopped like any other allocator.
+ */
+static __always_inline __s64 guard_slack(__s64 reserved)
 {
-	__s64 take = *reserved;
+	return reserved > 0 ? reserved / GUARD_SLACK_DIV + GUARD_BATCH : 0;
+}
 
-	if (take <= 0)
-		return pages;
-	if (take > (__s64)pages)
-		take = pages;
-	*reserved -= take;
-	__sync_fetch_and_add(&guard_reserved, -take);
-	return pages - take;
+/*
+ * Pages of an admitted call come out of its reservation first, then out
+ * of its slack; returns those left for the backstop to decide on.
+ */
+static __always_inline __u64 guard_draw(__s64 *reserved, __s64 *slack, __u64 pages)
+{
+	__s64 take = *reserved, rest;
+
+	if (take > 0) {
+		if (take > (__s64)pages)
+			take = pages;
+		*reserved -= take;
+		__sync_fetch_and_add(&guard_reserved, -take);
+	} else {
+		take = 0;
+	}
+	rest = (__s64)pages - take;
+	take = *slack < rest ? *slack : rest;
+	if (take > 0) {
+		*slack -= take;
+		rest -= take;
+	}
+	return rest;
 }
 
 static __always_inline void guard_release(__s64 *reserved)

@@ -80,6 +80,7 @@ struct window {
 	__u64 args[5];		/* argument registers at entry */
 	__u64 fault_base;	/* managed allocation the last CPU fault hit, 0: none */
 	__s64 reserved;		/* guard: pages admitted and not yet taken */
+	__s64 slack;		/* guard: pages past them not stopped on */
 	__u32 depth;		/* > 1 while libcuda calls itself */
 	__u32 stack_len;
 	char comm[TASK_COMM_LEN];
@@ -554,6 +555,7 @@ int BPF_KPROBE(gpu_call_entry)
 	w->pages_freed = 0;
 	fill_args(w, ctx, ck);
 	w->reserved = guard_admit(ck, w->size);
+	w->slack = guard_slack(w->reserved);
 	bpf_get_current_comm(w->comm, sizeof(w->comm));
 	bpf_probe_read_kernel_str(w->pcomm, sizeof(w->pcomm), task->group_leader->comm);
 	capture_stack(w, ctx);
@@ -649,7 +651,7 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (w && w->depth) {
 		w->pages_taken += pages;
-		unreserved = guard_draw(&w->reserved, pages);
+		unreserved = guard_draw(&w->reserved, &w->slack, pages);
 	} else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE)) {
 		charge_fault(w, order);
 	} else if (count_outside) {
@@ -841,12 +843,22 @@ int BPF_PROG(task_exec, struct task_struct *task)
 
 	close_on(task, UMT_END_EXECED);
 	report_proc_exit(task, tgid);
+	guard_note_name(tgid, task->comm);
 	if (!count_proc_pages)
 		return 0;
 	/* The comm seen at the first page is the parent's, before exec. */
 	pp = bpf_map_lookup_elem(&proc_pages, &tgid);
 	if (pp)
 		bpf_get_current_comm(pp->comm, sizeof(pp->comm));
+	return 0;
+}
+
+/* A process renaming itself (the main thread's comm) takes a new verdict. */
+SEC("tp_btf/task_rename")
+int BPF_PROG(task_rename, struct task_struct *task, const char *comm)
+{
+	if (task->pid == task->tgid)
+		guard_note_name(task->tgid, comm);
 	return 0;
 }
 

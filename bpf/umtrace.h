@@ -28,6 +28,7 @@ enum umt_rec_type {
 	UMT_REC_PROC_EXIT = 2,	/* a process that made GPU calls has exited */
 	UMT_REC_USTACK = 3,	/* registers and raw stack at a call's entry */
 	UMT_REC_GUARD = 4,	/* the guard stopped (or, dry, would stop) a process */
+	UMT_REC_SCOPE_ASK = 5,	/* the guard has no verdict for a process name */
 };
 
 /*
@@ -158,6 +159,30 @@ enum umt_guard_scope {
 	UMT_SCOPE_ALL = 1,
 	UMT_SCOPE_PIDS = 2,	/* listed in the guard_scope_pids map */
 	UMT_SCOPE_CGROUP = 3,	/* in the cgroup (or below) in guard_cgroup */
+	UMT_SCOPE_COMM = 4,	/* named in guard_scope_comms with UMT_COMM_IN */
+};
+
+/*
+ * --scope comm:REGEX. A regex cannot run in BPF, but its verdict depends
+ * on the process name alone, so user space keeps one verdict a name; the
+ * kernel side asks for the names it meets without one (at exec, at a
+ * rename and at a decision), and until the answer comes a process counts
+ * as out of scope.
+ */
+struct umt_comm_key {
+	char comm[TASK_COMM_LEN];	/* NUL-padded */
+};
+
+enum umt_comm_verdict {
+	UMT_COMM_OUT = 0,
+	UMT_COMM_IN = 1,
+	UMT_COMM_ASKED = 2,	/* asked, no answer yet */
+};
+
+struct umt_scope_ask_rec {
+	__u32 type;		/* UMT_REC_SCOPE_ASK */
+	__u32 pid;		/* a process with that name */
+	struct umt_comm_key name;
 };
 
 /*

@@ -279,11 +279,17 @@ static void on_guard(void *ctx, const struct umt_guard_rec *r)
 	guard__stopped(g, p, r->ts_ns, reason_name(r->reason), detail, r->dry_run, err);
 }
 
+static void on_scope_ask(void *ctx, const struct umt_scope_ask_rec *r)
+{
+	guard__answer_scope(ctx, r);
+}
+
 static const struct session_ops guard_ops = {
 	.on_call = on_call,
 	.on_exit = on_exit_rec,
 	.on_tick = NULL,	/* set in cmd_guard */
 	.on_guard = on_guard,
+	.on_scope_ask = on_scope_ask,
 };
 
 /* ----- stops ----- */
@@ -544,7 +550,6 @@ static void on_tick(void *ctx)
 	g->last_metric = guard_policy__metric(&g->pol, &g->sample);
 	reap_children();
 	reconcile(g);
-	guard__update_scope(g);
 	c = candidates(g, &n);
 	a = guard_policy__decide(&g->pol, &g->pstate, &g->sample, c, c ? n : 0);
 	free(c);

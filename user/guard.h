@@ -116,7 +116,7 @@ int guard_flight__dump(struct guard *g, const char *dir);
 /* guard_scope.c */
 uint32_t guard__scope_kind(const struct guard *g);	/* enum umt_guard_scope */
 int guard__setup_scope(struct guard *g);
-void guard__update_scope(struct guard *g);
+void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r);
 bool guard__in_scope(struct guard *g, const struct guard_proc *p);
 bool guard__protected(struct guard *g, const struct guard_proc *p);
 /* guard_report.c */

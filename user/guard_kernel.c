@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -78,9 +79,16 @@ int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in)
 	return 0;
 }
 
-int guard_kernel__scope_pids_fd(const struct probes *p)
+int guard_kernel__scope_comm(struct probes *p, const char *comm, bool in)
 {
-	return bpf_map__fd(p->skel->maps.guard_scope_pids);
+	struct umt_comm_key key = {};
+	uint8_t verdict = in ? UMT_COMM_IN : UMT_COMM_OUT;
+
+	strncpy(key.comm, comm, sizeof(key.comm) - 1);
+	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.guard_scope_comms), &key,
+				&verdict, BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 int guard_kernel__scope_cgroup(struct probes *p, int cgroup_fd)

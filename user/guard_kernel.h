@@ -33,10 +33,10 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 			 void *ctx, int64_t *error);
 void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low);
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st);
-/* --scope pid:/comm: membership. 0 or -errno. */
+/* --scope pid: membership. 0 or -errno. */
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);
-/* The pid map itself, to walk it. */
-int guard_kernel__scope_pids_fd(const struct probes *p);
+/* --scope comm: a process name's verdict. 0 or -errno. */
+int guard_kernel__scope_comm(struct probes *p, const char *comm, bool in);
 /* --scope cgroup: the cgroup directory's fd. 0 or -errno. */
 int guard_kernel__scope_cgroup(struct probes *p, int cgroup_fd);
 /* Direct reclaim entries of a process that made GPU calls (0 if unknown). */

@@ -3,7 +3,10 @@
  * The guard's scope in both halves: the kernel side checks it when it is
  * about to stop a process (a mode fixed at load, plus a pid map or a
  * cgroup), the sampled rule when it picks a victim. A comm regex cannot
- * run in BPF: the matching pids are found in /proc and kept in the map.
+ * run in BPF, but its verdict depends on the name alone: the kernel side
+ * keeps a verdict per name, and asks for the names it has none for (at
+ * exec, at a rename, at a decision); the processes running at start are
+ * named here.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -20,7 +23,6 @@
 #include "guard_kernel.h"
 #include "log.h"
 
-#define COMM_SCAN_MS 1000
 
 uint32_t guard__scope_kind(const struct guard *g)
 {
@@ -33,8 +35,10 @@ uint32_t guard__scope_kind(const struct guard *g)
 		return UMT_SCOPE_ALL;
 	case GUARD_SCOPE_CGROUP:
 		return UMT_SCOPE_CGROUP;
+	case GUARD_SCOPE_COMM:
+		return UMT_SCOPE_COMM;
 	default:
-		return UMT_SCOPE_PIDS;	/* pid: and comm: */
+		return UMT_SCOPE_PIDS;
 	}
 }
 
@@ -62,6 +66,69 @@ static int set_cgroup(struct guard *g)
 	return err;
 }
 
+static bool read_comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+static int name_verdict(struct guard *g, const char *comm)
+{
+	bool in = guard_scope__match(&g->cfg.scope, 0, comm, NULL);
+
+	return guard_kernel__scope_comm(&g->session.probes, comm, in);
+}
+
+/* The names of the processes already running. */
+static int name_running(struct guard *g)
+{
+	struct dirent *de;
+	char comm[32];
+	int err = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d) {
+		err = -errno;
+		elog("--scope %s: cannot read /proc: %s", g->cfg.scope.spec, strerror(errno));
+		return err;
+	}
+	while (!err && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (read_comm((pid_t)atoi(de->d_name), comm, sizeof(comm)))
+			err = name_verdict(g, comm);
+	}
+	closedir(d);
+	if (err)
+		elog("--scope %s: %s", g->cfg.scope.spec, strerror(-err));
+	return err;
+}
+
+void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r)
+{
+	char comm[TASK_COMM_LEN + 1];
+	int err;
+
+	if (!g->cfg.scope.spec || g->cfg.scope.kind != GUARD_SCOPE_COMM)
+		return;
+	memcpy(comm, r->name.comm, TASK_COMM_LEN);
+	comm[TASK_COMM_LEN] = '\0';
+	err = name_verdict(g, comm);
+	if (err)
+		wlog("guard: cannot keep the scope of \"%s\": %s", comm, strerror(-err));
+}
+
 int guard__setup_scope(struct guard *g)
 {
 	size_t i;
@@ -80,78 +147,12 @@ int guard__setup_scope(struct guard *g)
 				return err;
 			}
 		}
-		guard__update_scope(g);
 		return 0;
+	case UMT_SCOPE_COMM:
+		return name_running(g);
 	default:
 		return 0;
 	}
-}
-
-static bool read_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return ok;
-}
-
-/* Drop pids that no longer match (gone, renamed, recycled). */
-static void prune_comm_pids(struct guard *g)
-{
-	int fd = guard_kernel__scope_pids_fd(&g->session.probes);
-	uint32_t key, next, *prev = NULL;
-	char comm[32];
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (read_comm((pid_t)key, comm, sizeof(comm)) &&
-		    guard_scope__match(&g->cfg.scope, (pid_t)key, comm, NULL))
-			continue;
-		bpf_map_delete_elem(fd, &key);
-		prev = NULL;	/* the walk restarts: the key is gone */
-	}
-}
-
-void guard__update_scope(struct guard *g)
-{
-	static uint64_t next_scan;
-	struct timespec ts;
-	struct dirent *de;
-	char comm[32];
-	uint64_t now;
-	DIR *d;
-
-	if (!g->cfg.scope.spec || g->cfg.scope.kind != GUARD_SCOPE_COMM)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	if (now < next_scan)
-		return;
-	next_scan = now + COMM_SCAN_MS;
-	prune_comm_pids(g);
-	d = opendir("/proc");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		pid_t pid;
-
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		pid = (pid_t)atoi(de->d_name);
-		if (read_comm(pid, comm, sizeof(comm)) &&
-		    guard_scope__match(&g->cfg.scope, pid, comm, NULL))
-			guard_kernel__scope_pid(&g->session.probes, (uint32_t)pid, true);
-	}
-	closedir(d);
 }
 
 bool guard__in_scope(struct guard *g, const struct guard_proc *p)

@@ -169,6 +169,8 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_program__set_autoload(skel->progs.direct_reclaim,
 				  cfg->guard || cfg->count_outside);
 	bpf_program__set_autoload(skel->progs.kswapd_wake, !!cfg->guard);
+	bpf_program__set_autoload(skel->progs.task_rename,
+				  cfg->guard && cfg->guard->scope == UMT_SCOPE_COMM);
 	bpf_program__set_autoload(skel->progs.task_prepare_exec,
 				  kernel_has_tracepoint("sched_prepare_exec"));
 

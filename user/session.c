@@ -195,6 +195,12 @@ static int on_record(void *ctx, void *data, size_t size)
 		if (s->ops->on_guard)
 			s->ops->on_guard(s->ctx, data);
 		return 0;
+	case UMT_REC_SCOPE_ASK:
+		if (size < sizeof(struct umt_scope_ask_rec))
+			break;
+		if (s->ops->on_scope_ask)
+			s->ops->on_scope_ask(s->ctx, data);
+		return 0;
 	}
 	s->bad_records++;
 	return 0;

@@ -28,6 +28,8 @@ struct session_ops {
 	void (*on_ustack)(void *ctx, const struct umt_ustack_rec *r);
 	/* The guard's kernel side stopped (or, dry, would stop) a process. */
 	void (*on_guard)(void *ctx, const struct umt_guard_rec *r);
+	/* The guard's kernel side wants a process name's scope verdict. */
+	void (*on_scope_ask)(void *ctx, const struct umt_scope_ask_rec *r);
 };
 
 struct session {

@@ -149,7 +149,8 @@ def run_guard(out, kind, tmp, deliveries):
     return {"stopped": True, "overshoot_mib": (floor - min(low, after)) / MIB,
             "latency_ms": (t_stop - decided) / 1e6, "rate_mib_s": rate / MIB,
             "deliver_ms": (delivered - decided) / 1e6 if delivered else None,
-            "reason": re.search(r"reason=(\w+)", err[m.start():]).group(1)}
+            "reason": re.search(r"reason=(\w+)", err[m.start():]).group(1),
+            "line": err[m.start():].split("\n", 1)[0]}
 
 
 def run_earlyoom(out, kind):

@@ -187,6 +187,45 @@ def test_guard_page_hog_stopped_at_floor(env):
     hog.kill()
 
 
+def test_guard_comm_scope_from_the_first_call(env):
+    """A job that enters a comm: scope by its name at exec is guarded from
+    its first call: the kernel side asks for the new name's verdict at exec,
+    so it is stopped (at the call's admission, or at a page of its start-up
+    when that already crosses the floor) before any allocation is made."""
+    floor = meminfo() - 32 * MIB	# a 64 MiB call crosses it
+    g = Guard(env, floor, extra=["--scope", "comm:^alloc_mix$"])
+    hog = env.popen([env.alloc_mix, "-n", "4", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", "/dev/null"])
+    stopped = wait_state(hog.pid, "T", 20)
+    hog.kill()
+    err = g.stop()
+    assert stopped, f"not stopped: {err[-600:]}"
+    line = re.search(r"guard: stop pid=%d .*" % hog.pid, err)
+    assert line, err
+    assert re.search(r"reason=(admission|floor) ", line.group(0)), line.group(0)
+    assert "gpu_host=0B " in line.group(0), line.group(0)
+
+
+def test_guard_comm_scope_follows_a_rename(env):
+    """A process that renames itself into a comm: scope is stopped by the
+    page-level backstop; under its old name, out of scope, it was not."""
+    floor = meminfo() - 32 * MIB
+    g = Guard(env, floor, extra=["--scope", "comm:^renamedhog$"])
+    prog = ("import ctypes, time\n"
+            "keep = [bytearray(64 << 20)]\n"		# out of scope: never stopped
+            "ctypes.CDLL(None).prctl(15, b'renamedhog', 0, 0, 0)\n"
+            "print('renamed', flush=True)\n"
+            "for i in range(64):\n"
+            "    keep.append(bytearray(4 << 20)); time.sleep(0.01)\n")
+    p = env.popen(["python3", "-c", prog])
+    assert p.stdout.readline().strip() == "renamed"
+    stopped = wait_state(p.pid, "T", 20)
+    p.kill()
+    err = g.stop()
+    assert stopped, f"not stopped after the rename: {err[-600:]}"
+    assert re.search(r"guard: stop pid=%d .*reason=floor" % p.pid, err), err
+
+
 def test_guard_spares_protected_and_out_of_scope(env):
     """Three GPU jobs cross the floor at once: only the one in scope and not
     protected is stopped; the others are never signalled."""
