@@ -117,17 +117,6 @@ struct {
 #define MANAGED_CHUNK_SHIFT 21
 #define MANAGED_MAX_CHUNKS 4096		/* 8 GiB indexed per allocation */
 
-struct managed_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 addr;		/* chunk number, or the allocation's base */
-};
-
-struct managed_alloc {
-	__u64 size;
-	__u64 pages;		/* faulted in since the call */
-};
-
 /*
  * The allocations a 2 MiB chunk belongs to: two, so that one ending and
  * the next starting inside the same chunk are both found. A third small
@@ -144,15 +133,15 @@ struct managed_chunk {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
-	__type(key, struct managed_key);
+	__type(key, struct umt_managed_key);
 	__type(value, struct managed_chunk);
 } managed_chunks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
-	__type(key, struct managed_key);
-	__type(value, struct managed_alloc);
+	__type(key, struct umt_managed_key);
+	__type(value, struct umt_managed_alloc);
 } managed_allocs SEC(".maps");
 
 __s64 managed_live;	/* live managed allocations: the fault hook's gate */
@@ -184,6 +173,7 @@ struct {
 } proc_pages SEC(".maps");
 
 #include "guard.bpf.h"
+#include "kthreads.bpf.h"
 
 /*
  * The context may only be read at constant offsets, so the five argument
@@ -239,13 +229,13 @@ static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
 }
 
 struct chunk_ctx {
-	struct managed_key k;
+	struct umt_managed_key k;
 	__u64 first;		/* chunk number of the allocation's base */
 	__u64 base;
 	bool add;
 };
 
-static void chunk_add(struct managed_key *k, __u64 base)
+static void chunk_add(struct umt_managed_key *k, __u64 base)
 {
 	struct managed_chunk *c, fresh = { .base = { base, 0 } };
 
@@ -264,7 +254,7 @@ static void chunk_add(struct managed_key *k, __u64 base)
 		c->base[1] = base;
 }
 
-static void chunk_remove(struct managed_key *k, __u64 base)
+static void chunk_remove(struct umt_managed_key *k, __u64 base)
 {
 	struct managed_chunk *c = bpf_map_lookup_elem(&managed_chunks, k);
 
@@ -305,8 +295,8 @@ static __always_inline void index_chunks(__u32 tgid, __u64 base, __u64 size, boo
 
 static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size)
 {
-	struct managed_key k = { .tgid = tgid, .addr = base };
-	struct managed_alloc a = { .size = size };
+	struct umt_managed_key k = { .tgid = tgid, .addr = base };
+	struct umt_managed_alloc a = { .size = size };
 
 	if (!base || !size)
 		return;
@@ -318,8 +308,8 @@ static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size)
 /* A free of a managed allocation: forget it, return its faulted pages. */
 static __always_inline __u64 managed_unregister(__u32 tgid, __u64 base)
 {
-	struct managed_key k = { .tgid = tgid, .addr = base };
-	struct managed_alloc *a;
+	struct umt_managed_key k = { .tgid = tgid, .addr = base };
+	struct umt_managed_alloc *a;
 	__u64 pages, size;
 
 	a = bpf_map_lookup_elem(&managed_allocs, &k);
@@ -610,8 +600,8 @@ static __always_inline struct window *current_window(void)
  */
 static __always_inline void charge_fault(struct window *w, unsigned int order)
 {
-	struct managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
-	struct managed_alloc *a;
+	struct umt_managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct umt_managed_alloc *a;
 
 	k.addr = w->fault_base;
 	w->fault_base = 0;
@@ -641,7 +631,7 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 	__u64 pages = 1ULL << order, unreserved = pages;
 	struct window *w = NULL;
 
-	if (!busy && !count_outside && !guard_on)
+	if (!busy && !count_outside && !count_kthreads && !guard_on)
 		return 0;
 	if (!page)
 		return 0;
@@ -654,6 +644,8 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 		unreserved = guard_draw(&w->reserved, &w->slack, pages);
 	} else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE)) {
 		charge_fault(w, order);
+	} else if (count_kthreads && is_kthread(bpf_get_current_task_btf())) {
+		kthread_took(bpf_get_current_task_btf(), pages);
 	} else if (count_outside) {
 		count_outside_call(pages, false);
 	}
@@ -667,9 +659,9 @@ guard:
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(managed_fault, unsigned long address)
 {
-	struct managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct umt_managed_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct managed_chunk *chunk;
-	struct managed_alloc *a;
+	struct umt_managed_alloc *a;
 	struct window *w;
 
 	if (!READ_ONCE(managed_live))
@@ -715,6 +707,21 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 }
 
 /*
+ * A kernel thread changed a process's resident-set counters: the pages it
+ * took since it last did were for that process (count_kthreads only: this
+ * fires at every change of every process's counters).
+ */
+SEC("tp_btf/rss_stat")
+int BPF_PROG(rss_stat, struct mm_struct *mm, int member)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	if (mm && is_kthread(task))
+		kthread_named(task, mm);
+	return 0;
+}
+
+/*
  * Direct reclaim: the allocating task itself reclaims, so it is current.
  * On unified memory the driver's pages cannot be reclaimed, so a GPU job
  * reclaiming under LOW is a job about to take the host down.
@@ -755,7 +762,7 @@ static __always_inline void close_on(struct task_struct *task, __u32 end)
  * Callbacks change nothing in their context: the verifier walks callback
  * iterations until their states converge, and a counter there never does.
  */
-static long forget_managed_alloc(struct bpf_map *map, struct managed_key *k,
+static long forget_managed_alloc(struct bpf_map *map, struct umt_managed_key *k,
 				 void *value, __u32 *tgid)
 {
 	if (k->tgid == *tgid && !bpf_map_delete_elem(map, k))
@@ -763,7 +770,7 @@ static long forget_managed_alloc(struct bpf_map *map, struct managed_key *k,
 	return 0;
 }
 
-static long forget_managed_chunk(struct bpf_map *map, struct managed_key *k,
+static long forget_managed_chunk(struct bpf_map *map, struct umt_managed_key *k,
 				 void *value, __u32 *tgid)
 {
 	if (k->tgid == *tgid)

@@ -145,6 +145,37 @@ struct umt_gpu_proc {
 	__u64 reclaims;
 };
 
+/*
+ * A live managed allocation (--managed-faults), and the pages CPU faults
+ * have brought into it since the call: top reads them while they live.
+ */
+struct umt_managed_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 addr;		/* chunk number, or the allocation's base */
+};
+
+struct umt_managed_alloc {
+	__u64 size;
+	__u64 pages;		/* faulted in since the call */
+};
+
+/*
+ * Host pages taken by a kernel thread (the driver's bottom halves such as
+ * "UVM GPU0 BH", khugepaged, kworkers), by thread and by the process the
+ * kernel later said they were for (kmem:rss_stat naming that process's
+ * mm); tgid 0: no process named.
+ */
+struct umt_kthread_key {
+	__u32 pid;		/* the kernel thread */
+	__u32 tgid;		/* for this process, 0: none named */
+};
+
+struct umt_kthread_pages {
+	__u64 pages;
+	char comm[TASK_COMM_LEN];	/* the kernel thread's */
+};
+
 /* Why the guard's kernel side stopped a process. */
 enum umt_guard_reason {
 	UMT_GUARD_ADMISSION = 1,	/* a GPU call's host cost would cross the floor */

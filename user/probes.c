@@ -150,6 +150,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 				     cfg->ustack_bytes : UMT_USTACK_MAX;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
 	skel->rodata->count_outside = cfg->count_outside;
+	skel->rodata->count_kthreads = cfg->count_kthreads;
 	if (cfg->batch_wakeups)
 		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
 	skel->rodata->ustack_max_backlog = ringbuf_size(cfg->ringbuf_bytes) / 4;
@@ -169,6 +170,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_program__set_autoload(skel->progs.direct_reclaim,
 				  cfg->guard || cfg->count_outside);
 	bpf_program__set_autoload(skel->progs.kswapd_wake, !!cfg->guard);
+	bpf_program__set_autoload(skel->progs.rss_stat, cfg->count_kthreads);
 	bpf_program__set_autoload(skel->progs.task_rename,
 				  cfg->guard && cfg->guard->scope == UMT_SCOPE_COMM);
 	bpf_program__set_autoload(skel->progs.task_prepare_exec,
@@ -380,6 +382,20 @@ int probes__outside_pages(const struct probes *p, uint32_t pid,
 int probes__events_fd(const struct probes *p)
 {
 	return bpf_map__fd(p->skel->maps.events);
+}
+
+int probes__managed_fd(const struct probes *p)
+{
+	if (!p->skel || !p->skel->rodata->track_managed)
+		return -1;
+	return bpf_map__fd(p->skel->maps.managed_allocs);
+}
+
+int probes__kthreads_fd(const struct probes *p)
+{
+	if (!p->skel || !p->skel->rodata->count_kthreads)
+		return -1;
+	return bpf_map__fd(p->skel->maps.kthread_pages);
 }
 
 int probes__proc_pages_fd(const struct probes *p)

@@ -33,6 +33,7 @@ struct probe_cfg {
 	uint32_t ustack_bytes;	/* raw stack per GPU call for DWARF unwinding, 0: none */
 	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
 	bool count_outside;	/* host pages GPU processes take outside calls */
+	bool count_kthreads;	/* host pages kernel threads take (kthreads.c) */
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 };
@@ -69,6 +70,10 @@ int probes__outside_pages(const struct probes *p, uint32_t pid,
 			  uint64_t *taken, uint64_t *freed);
 int probes__events_fd(const struct probes *p);
 int probes__proc_pages_fd(const struct probes *p);
+/* Live managed allocations (managed_faults on x86), -1 without them. */
+int probes__managed_fd(const struct probes *p);
+/* The kernel threads' pages map (count_kthreads), -1 without it. */
+int probes__kthreads_fd(const struct probes *p);
 void probes__stats(const struct probes *p, struct probe_stats *st);
 void probes__destroy(struct probes *p);
 

@@ -5,6 +5,7 @@
  * it. Both feed the same summary and call sites, record by record.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "callstack.h"
 #include "commands.h"
 #include "cuda_api.h"
+#include "kthreads.h"
 #include "log.h"
 #include "output.h"
 #include "recording.h"
@@ -445,6 +447,24 @@ static int report_file(struct report *rp)
 
 /* ---- live ---- */
 
+/* Host pages kernel threads took while the report ran. */
+static void print_kthreads(struct report *rp)
+{
+	struct kthread_row *rows;
+	size_t n;
+	int err;
+
+	rows = kthreads__read(&rp->session.probes, rp->view.summary.page_size, &n, &err);
+	if (err)
+		wlog("cannot read the kernel threads' pages: %s", strerror(-err));
+	if (rp->json)
+		kthreads__print_json(stdout, rows, n);
+	else
+		kthreads__print(stdout, rows, n, SIZE_MAX);
+	fflush(stdout);
+	free(rows);
+}
+
 static int report_live(struct report *rp)
 {
 	struct probe_stats st;
@@ -458,14 +478,17 @@ static int report_live(struct report *rp)
 	platform__init(&rp->view.summary.platform, rp->ao.platform);
 	session__init(&rp->session, &rp->ao, rp->cmd, &report_ops, rp);
 	rp->session.duration_ms = rp->duration_ms;
+	rp->session.count_kthreads = true;
 	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
 	err = session__start(&rp->session);
 	if (!err) {
 		err = session__run(&rp->session);
 		session__stats(&rp->session, &st);
 		rp->view.dropped = st.rec_dropped;
-		if (!err)
+		if (!err) {
 			print_report(rp);
+			print_kthreads(rp);
+		}
 	}
 	code = session__exit_code(&rp->session, err);
 	callstack__log_stats(&rp->cs);

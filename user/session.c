@@ -225,6 +225,7 @@ static int load_and_attach(struct session *s)
 		.ustack_bytes = s->ops->on_ustack ? s->ustack_bytes : 0,
 		.batch_wakeups = s->batch_wakeups,
 		.count_outside = s->count_outside,
+		.count_kthreads = s->count_kthreads,
 		.managed_faults = s->ao->managed_faults,
 		.guard = s->guard,
 	};

@@ -49,6 +49,7 @@ struct session {
 	 */
 	bool batch_wakeups;
 	bool count_outside;		/* see struct probe_cfg */
+	bool count_kthreads;		/* see struct probe_cfg */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 	/*
 	 * The caller calls session__drop_caps() itself, later: the guard,

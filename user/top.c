@@ -12,7 +12,9 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/bpf.h>
 #include "attach_opts.h"
+#include "kthreads.h"
 #include "commands.h"
 #include "log.h"
 #include "meminfo.h"
@@ -22,6 +24,7 @@
 
 #define GROWTH_SAMPLES 61	/* one minute of 1 s samples, both ends */
 #define MAX_ROWS 200
+#define MAX_KTHREAD_ROWS 5
 
 enum top_sort { SORT_HOST, SORT_GPU, SORT_GROWTH, SORT_PID };
 
@@ -51,6 +54,7 @@ struct top_row {
 	struct summary_proc p;
 	uint64_t holds;		/* host bytes by the platform's cost model */
 	int64_t outside;	/* host bytes taken outside GPU calls, net */
+	uint64_t managed;	/* pages faulted into live managed allocations */
 	bool outside_known;
 	double growth_per_h;	/* host bytes per hour, NAN-free: 0 if unknown */
 	bool growth_known;
@@ -286,6 +290,34 @@ static const char *fmt_signed(int64_t v, bool known, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Managed pages CPU faults brought in since the calls, while their
+ * allocations live (--managed-faults): the summary hears of them only at
+ * the free.
+ */
+static void add_managed(struct top *t, struct top_row *rows, size_t n)
+{
+	int fd = probes__managed_fd(&t->session.probes);
+	struct umt_managed_key key, next, *prev = NULL;
+	struct umt_managed_alloc a;
+	size_t i;
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &a) || !a.pages)
+			continue;
+		for (i = 0; i < n; i++) {
+			if (rows[i].p.pid != key.tgid)
+				continue;
+			rows[i].managed += a.pages * t->summary.page_size;
+			break;
+		}
+	}
+}
+
 static struct top_row *collect_rows(struct top *t, size_t *n)
 {
 	struct summary_proc *procs;
@@ -298,22 +330,40 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 		return NULL;
 	rows = calloc(np + 1, sizeof(*rows));
 	for (i = 0; rows && i < np; i++) {
-		struct growth *g = growth_of(t, procs[i].pid);
-
 		/* -p's children are in scope too: the kernel side chose already. */
 		if (procs[i].exited)
 			continue;
 		rows[k].p = procs[i];
 		rows[k].holds = summary__proc_holds(&t->summary, &procs[i]);
 		outside_of(t, &rows[k]);
-		if (g)
-			rows[k].growth_known = sample_growth(g, ms, rows[k].holds,
-							     &rows[k].growth_per_h);
 		k++;
 	}
 	free(procs);
+	add_managed(t, rows, k);
+	for (i = 0; rows && i < k; i++) {
+		struct growth *g = growth_of(t, rows[i].p.pid);
+
+		/* Managed memory holds what it was seen to take (platform.c). */
+		rows[i].holds += rows[i].managed;
+		rows[i].p.held_host += rows[i].managed;
+		if (g)
+			rows[i].growth_known = sample_growth(g, ms, rows[i].holds,
+							     &rows[i].growth_per_h);
+	}
 	*n = k;
 	return rows;
+}
+
+/* Pages the driver's bottom halves and other kernel threads took. */
+static void kthread_rows(struct top *t, FILE *f)
+{
+	struct kthread_row *rows;
+	size_t n;
+	int err;
+
+	rows = kthreads__read(&t->session.probes, t->summary.page_size, &n, &err);
+	kthreads__print(f, rows, n, MAX_KTHREAD_ROWS);
+	free(rows);
 }
 
 static void render(struct top *t, FILE *f)
@@ -341,6 +391,7 @@ static void render(struct top *t, FILE *f)
 			fmt_signed(rows[i].outside, rows[i].outside_known, b[4], sizeof(b[4])),
 			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
 			(unsigned long long)rows[i].p.held_count);
+	kthread_rows(t, f);
 	if (t->batch)
 		fputc('\n', f);
 	fflush(f);
@@ -429,6 +480,7 @@ int cmd_top(int argc, char **argv)
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
 	t.session.batch_wakeups = true;
 	t.session.count_outside = true;
+	t.session.count_kthreads = true;
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);
 	if (!err) {

@@ -66,3 +66,60 @@ def test_report_duration_sees_held_memory(env):
     assert s["growth_bytes_per_hour"] > 0, s
     assert s["holds_host_bytes"] == 16 * MIB, s    # pinned memory holds its size
     job.wait(timeout=30)
+
+
+KHUGEPAGED = "/sys/kernel/mm/transparent_hugepage/khugepaged/"
+
+# Touches every other 4 KiB page of 64 MiB as small pages, then lets
+# khugepaged collapse them (a kernel thread allocating 2 MiB pages for this
+# process); prints how much of it became huge pages, then exits.
+COLLAPSE = r"""
+import mmap, os, re, time
+m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+m.madvise(mmap.MADV_NOHUGEPAGE)
+for off in range(0, len(m), 8192):
+    m[off] = 1
+m.madvise(mmap.MADV_HUGEPAGE)
+deadline = time.monotonic() + 30
+huge = 0
+while time.monotonic() < deadline and huge < 32 << 20:
+    time.sleep(0.1)
+    with open("/proc/self/smaps_rollup") as f:
+        huge = int(re.search(r"AnonHugePages:\s+(\d+)", f.read()).group(1)) * 1024
+print("anon_huge", huge, os.getpid(), flush=True)
+"""
+
+
+def test_report_kernel_thread_pages(env):
+    """Pages a kernel thread takes for a process are shown by the thread's
+    name and tied to that process: khugepaged's huge pages for a job are
+    found under khugepaged, for the job's pid, within one huge page of what
+    the job's smaps counts."""
+    import harness
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            if "[never]" in f.read():
+                raise harness.Skip("transparent huge pages are off on this kernel")
+        with open(KHUGEPAGED + "scan_sleep_millisecs") as f:
+            old_sleep = f.read().strip()
+    except FileNotFoundError:
+        raise harness.Skip("no khugepaged on this kernel")
+    with open(KHUGEPAGED + "scan_sleep_millisecs", "w") as f:
+        f.write("10")
+    try:
+        p = subprocess.run([env.umtrace, "report", "--json", "--libcuda", env.fake, "--",
+                            "python3", "-c", COLLAPSE],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        with open(KHUGEPAGED + "scan_sleep_millisecs", "w") as f:
+            f.write(old_sleep)
+    assert p.returncode == 0, p.stderr
+    huge = [l.split()[1:] for l in p.stdout.splitlines() if l.startswith("anon_huge")]
+    assert huge, p.stdout[-2000:]
+    huge, pid = int(huge[0][0]), int(huge[0][1])
+    assert huge >= 32 * MIB, f"khugepaged collapsed only {huge >> 20} MiB"
+    objs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    rows = [o for o in objs if o["event"] == "kernel_thread" and o["comm"] == "khugepaged"]
+    assert rows, p.stdout[-2000:]
+    tied = sum(o["host_bytes"] for o in rows if o["for_pid"] == pid)
+    assert abs(tied - huge) <= 2 * MIB, f"tied {tied >> 20} MiB, smaps {huge >> 20} MiB: {rows}"

@@ -10,7 +10,7 @@ def parse_rows(text):
     rows, in_table = [], False
     for line in text.splitlines():
         if line.startswith("PID "):
-            in_table = True
+            in_table = "KERNEL THREAD" not in line	# that table comes after
             continue
         if in_table and line.strip():
             f = line.split()
@@ -187,3 +187,30 @@ def test_top_outside_gpu_calls(env):
     assert 64 * MIB <= to_bytes(r["outside"]) <= 64 * MIB * 1.05, r
     assert abs(to_bytes(r["host"]) - 32 * MIB) <= 32 * MIB * 0.02, r
     job.wait(timeout=30)
+
+
+def test_top_managed_pages_live(env):
+    """With --managed-faults, pages CPU faults bring into a managed
+    allocation show in its process's row while the allocation lives, not
+    only at its free (x86: the fault address comes from page_fault_user)."""
+    import platform
+    if platform.machine() != "x86_64":
+        raise __import__("harness").Skip("only x86 has a tracepoint with the fault address")
+    seen = {}
+    for extra in ([], ["--managed-faults"]):
+        top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake,
+                         *extra])
+        assert "probing" in top.stderr.readline()
+        job = env.popen([env.alloc_mix, "-t", "1", "-n", "2", "-s", "32M", "-a", "managed",
+                         "-w", "4000", "-o", "/dev/null"])
+        out, err = top.communicate(timeout=30)
+        assert top.returncode == 0, err
+        r = [r for r in parse_rows(out) if r["pid"] == job.pid]
+        assert r, out
+        seen[bool(extra)] = r[0]
+        job.wait(timeout=30)
+    # alloc_mix touches half of each: 2 x 16 MiB.
+    live = seen[True]
+    assert 0.95 * 32 * MIB <= to_bytes(live["host"]) <= 1.02 * 32 * MIB, live
+    assert 0.95 * 32 * MIB <= to_bytes(live["holds"]) <= 1.02 * 32 * MIB, live
+    assert to_bytes(seen[False]["host"]) < 1 * MIB, seen[False]
