@@ -72,7 +72,8 @@ KHUGEPAGED = "/sys/kernel/mm/transparent_hugepage/khugepaged/"
 
 # Touches every other 4 KiB page of 64 MiB as small pages, then lets
 # khugepaged collapse them (a kernel thread allocating 2 MiB pages for this
-# process); prints how much of it became huge pages, then exits.
+# process); prints how much of it became huge pages once khugepaged is
+# done, then exits.
 COLLAPSE = r"""
 import mmap, os, re, time
 m = mmap.mmap(-1, 64 << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -80,12 +81,15 @@ m.madvise(mmap.MADV_NOHUGEPAGE)
 for off in range(0, len(m), 8192):
     m[off] = 1
 m.madvise(mmap.MADV_HUGEPAGE)
+# Until khugepaged is done with it: the same figure for a second.
 deadline = time.monotonic() + 30
-huge = 0
-while time.monotonic() < deadline and huge < 32 << 20:
+huge, same = -1, 0
+while time.monotonic() < deadline and same < 10:
     time.sleep(0.1)
     with open("/proc/self/smaps_rollup") as f:
-        huge = int(re.search(r"AnonHugePages:\s+(\d+)", f.read()).group(1)) * 1024
+        now = int(re.search(r"AnonHugePages:\s+(\d+)", f.read()).group(1)) * 1024
+    same = same + 1 if now == huge and now else 0
+    huge = now
 print("anon_huge", huge, os.getpid(), flush=True)
 """
 
