@@ -54,6 +54,16 @@ const volatile bool count_outside = false;
 const volatile bool track_managed = false;
 
 /*
+ * NUMA nodes whose memory is not host RAM (a GPU's HBM onlined as a node
+ * on GH200), a bit a node, and where page flags keep the node number;
+ * both from user space (user/numa.c). With no such node no page pays for
+ * the test.
+ */
+const volatile bool any_device_node = false;
+const volatile __u32 node_flags_shift = 0;
+const volatile __u64 device_nodes[UMT_MAX_NODES / 64] = {};
+
+/*
  * Windows open right now, host-wide. The page hooks read it first so that
  * a host with no GPU call in flight pays one load per page and nothing
  * more. Written only at GPU call entry and exit.
@@ -81,6 +91,7 @@ struct window {
 	__u64 fault_base;	/* managed allocation the last CPU fault hit, 0: none */
 	__s64 reserved;		/* guard: pages admitted and not yet taken */
 	__s64 slack;		/* guard: pages past them not stopped on */
+	__u64 device_pages;	/* taken on device nodes, not host RAM */
 	__u32 depth;		/* > 1 while libcuda calls itself */
 	__u32 stack_len;
 	char comm[TASK_COMM_LEN];
@@ -359,6 +370,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	r->flags = w->flags;
 	r->handle = handle;
 	r->faulted_pages = faulted;
+	r->device_pages = w->device_pages;
 	r->aux = w->aux;
 	r->ret = ret;
 	r->end = end;
@@ -542,6 +554,7 @@ int BPF_KPROBE(gpu_call_entry)
 	w->cookie = ck;
 	w->sp = sp;
 	w->pages_taken = 0;
+	w->device_pages = 0;
 	w->pages_freed = 0;
 	fill_args(w, ctx, ck);
 	w->reserved = guard_admit(ck, w->size);
@@ -611,6 +624,21 @@ static __always_inline void charge_fault(struct window *w, unsigned int order)
 		__sync_fetch_and_add(&a->pages, 1ULL << order);
 }
 
+static __always_inline bool on_device_node(struct page *page)
+{
+	__u64 flags, nid;
+
+	if (!any_device_node)
+		return false;
+	/* 6.17 made flags a struct around the same word: read the word. */
+	if (bpf_probe_read_kernel(&flags, sizeof(flags), &page->flags))
+		return false;
+	nid = flags >> (node_flags_shift & 63);
+	if (nid >= UMT_MAX_NODES)
+		return false;
+	return device_nodes[nid / 64] & (1ULL << (nid % 64));
+}
+
 static __always_inline void count_outside_call(__u64 pages, bool freed)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
@@ -639,9 +667,15 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 		goto guard;
 	if (busy)
 		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	/* Device-node pages are the call's, never host memory anyone took. */
 	if (w && w->depth) {
-		w->pages_taken += pages;
+		if (on_device_node(page))
+			w->device_pages += pages;
+		else
+			w->pages_taken += pages;
 		unreserved = guard_draw(&w->reserved, &w->slack, pages);
+	} else if (on_device_node(page)) {
+		/* nothing: no host page */
 	} else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE)) {
 		charge_fault(w, order);
 	} else if (count_kthreads && is_kthread(bpf_get_current_task_btf())) {
@@ -699,6 +733,8 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 	struct window *w = current_window();
 
 	guard_page_free(1ULL << order);
+	if (on_device_node(page))
+		return 0;
 	if (w)
 		w->pages_freed += 1ULL << order;
 	else if (count_outside)

@@ -22,6 +22,9 @@
 /* Registers in DWARF numbering: x86-64 uses 17 (rax..r15, rip), arm64 32. */
 #define UMT_USTACK_REGS		32
 
+/* NUMA nodes the kernel side can tell apart (the kernel's limit, 1 << 10). */
+#define UMT_MAX_NODES		1024
+
 /* Every ring-buffer record starts with one of these. */
 enum umt_rec_type {
 	UMT_REC_CALL = 1,	/* one GPU allocation or free call */
@@ -94,6 +97,11 @@ struct umt_call_rec {
 	 * allocation between its call and this free (x86: page_fault_user).
 	 */
 	__u64 faulted_pages;
+	/*
+	 * Pages the call took on NUMA nodes that are not host RAM (a GPU's
+	 * HBM on GH200, see --device-nodes); not in pages_taken.
+	 */
+	__u64 device_pages;
 	__u32 is_free;		/* the call releases memory */
 	__u32 stack_len;	/* valid bytes in stack[] */
 	char comm[TASK_COMM_LEN];	/* the calling thread's */

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "attach_opts.h"
 #include "log.h"
+#include "numa.h"
 #include "units.h"
 
 #define DEFAULT_RESCAN_MS 5000
@@ -84,6 +85,17 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 	case OPT_MANAGED_FAULTS:
 		o->managed_faults = true;
 		return 1;
+	case OPT_DEVICE_NODES: {
+		uint64_t bits[UMT_MAX_NODES / 64];
+		char why[160];
+
+		if (strcmp(arg, "auto") && numa__parse_list(arg, bits, why, sizeof(why))) {
+			elog("invalid --device-nodes %s", why);
+			return -EINVAL;
+		}
+		o->device_nodes = arg;
+		return 1;
+	}
 	case OPT_PLATFORM:
 		if (platform__parse(arg, &o->platform)) {
 			elog("invalid --platform '%s': expected unified, discrete or auto", arg);
@@ -118,6 +130,10 @@ void attach_opts__usage(FILE *f)
 "      --managed-faults     charge the pages CPU faults bring into managed\n"
 "                           memory to their allocation (x86 only; hooks every\n"
 "                           user page fault on the host, so it is opt-in)\n"
+"      --device-nodes LIST  NUMA nodes whose memory is not host RAM (1,3-4,\n"
+"                           none; default auto: nodes without CPUs while\n"
+"                           NVIDIA's driver is loaded, as GH200's HBM): their\n"
+"                           pages are counted apart, never as host memory\n"
 "  -v, --verbose            say what is found and attached, show libbpf's log\n");
 }
 

@@ -19,6 +19,7 @@ enum {
 	OPT_RESCAN,
 	OPT_PLATFORM,
 	OPT_MANAGED_FAULTS,
+	OPT_DEVICE_NODES,
 	OPT_ATTACH__LAST,	/* subcommands number their own options after it */
 };
 
@@ -30,6 +31,7 @@ enum {
 	{ "rescan", required_argument, NULL, OPT_RESCAN },		\
 	{ "platform", required_argument, NULL, OPT_PLATFORM },		\
 	{ "managed-faults", no_argument, NULL, OPT_MANAGED_FAULTS },	\
+	{ "device-nodes", required_argument, NULL, OPT_DEVICE_NODES },	\
 	{ "verbose", no_argument, NULL, 'v' }
 
 #define ATTACH_MAX_PIDS 64
@@ -44,6 +46,7 @@ struct attach_opts {
 	uint64_t rescan_ms;	/* 0: never look for new libcuda files */
 	enum platform platform;	/* the host cost model, or auto */
 	bool managed_faults;	/* hook every user page fault (x86) */
+	const char *device_nodes;	/* NUMA nodes not host RAM: NULL is auto */
 };
 
 void attach_opts__init(struct attach_opts *o);

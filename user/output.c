@@ -111,13 +111,14 @@ void output__call_json(FILE *f, const struct output_clock *c,
 	output__json_string(f, comm);
 	fprintf(f, ",\"size\":%llu,\"flags\":%llu,\"handle\":%llu,\"aux\":%llu,"
 		"\"ret\":%d,\"end\":\"%s\",\"duration_ns\":%llu,\"host_bytes\":%llu,"
-		"\"host_freed_bytes\":%llu,\"faulted_bytes\":%llu",
+		"\"host_freed_bytes\":%llu,\"faulted_bytes\":%llu,\"device_node_bytes\":%llu",
 		(unsigned long long)r->size, (unsigned long long)r->flags,
 		(unsigned long long)r->handle, (unsigned long long)r->aux, r->ret,
 		output__end_name(r->end), (unsigned long long)r->duration_ns,
 		(unsigned long long)(r->pages_taken * c->page_size),
 		(unsigned long long)(r->pages_freed * c->page_size),
-		(unsigned long long)(r->faulted_pages * c->page_size));
+		(unsigned long long)(r->faulted_pages * c->page_size),
+		(unsigned long long)(r->device_pages * c->page_size));
 	json_stack(f, r);
 	fputs("}\n", f);
 }

@@ -151,6 +151,12 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
 	skel->rodata->count_outside = cfg->count_outside;
 	skel->rodata->count_kthreads = cfg->count_kthreads;
+	if (cfg->nodes && cfg->nodes->n_device) {
+		skel->rodata->any_device_node = true;
+		skel->rodata->node_flags_shift = cfg->nodes->flags_shift;
+		memcpy((void *)skel->rodata->device_nodes, cfg->nodes->device,
+		       sizeof(cfg->nodes->device));
+	}
 	if (cfg->batch_wakeups)
 		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
 	skel->rodata->ustack_max_backlog = ringbuf_size(cfg->ringbuf_bytes) / 4;

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 #include <linux/types.h>
 #include "umtrace.h"
+#include "numa.h"
 
 struct umtrace_bpf;
 struct bpf_link;
@@ -35,6 +36,7 @@ struct probe_cfg {
 	bool count_outside;	/* host pages GPU processes take outside calls */
 	bool count_kthreads;	/* host pages kernel threads take (kthreads.c) */
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
+	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 };
 

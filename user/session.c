@@ -215,6 +215,29 @@ static void install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/*
+ * The NUMA nodes that are not host RAM. A list the user gave that cannot
+ * be used is an error; what auto finds but cannot use is a warning.
+ */
+static int device_nodes(struct session *s)
+{
+	const char *spec = s->ao->device_nodes;
+	char why[200], list[64];
+	int err;
+
+	err = numa__device_nodes(spec, &s->nodes, why, sizeof(why));
+	if (err && spec && strcmp(spec, "auto")) {
+		elog("--device-nodes %s: %s", spec, why);
+		return err;
+	}
+	if (err)
+		wlog("GPU memory nodes found, but %s: their pages count as host memory", why);
+	else if (s->nodes.n_device)
+		elog("%u NUMA node(s) are not host RAM (%s): their pages are counted apart",
+		     s->nodes.n_device, numa__format(&s->nodes, list, sizeof(list)));
+	return 0;
+}
+
 static int load_and_attach(struct session *s)
 {
 	struct probe_cfg cfg = {
@@ -227,12 +250,15 @@ static int load_and_attach(struct session *s)
 		.count_outside = s->count_outside,
 		.count_kthreads = s->count_kthreads,
 		.managed_faults = s->ao->managed_faults,
+		.nodes = &s->nodes,
 		.guard = s->guard,
 	};
 	size_t i;
 	int err;
 
-	err = probes__load(&s->probes, &cfg);
+	err = device_nodes(s);
+	if (!err)
+		err = probes__load(&s->probes, &cfg);
 	if (err)
 		return err;
 	for (i = 0; i < s->ao->n_pids; i++)

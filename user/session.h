@@ -59,6 +59,7 @@ struct session {
 	/* state */
 	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
 	struct probes probes;
+	struct numa_nodes nodes;	/* device nodes in force */
 	struct ring_buffer *rb;
 	struct libcuda_set libs;
 	struct launched launched;

@@ -117,6 +117,8 @@ CASES = [
     (["resume", "abc"], 2, "not a process id"),
     # other values
     (["trace", "--platform", "gb10"], 2, "--platform"),
+    (["trace", "--device-nodes", "1-"], 2, "--device-nodes"),
+    (["trace", "--device-nodes", "4096"], 2, "--device-nodes"),
     (["report", "--stack", "lbr"], 2, "--stack"),
     (["top", "--sort", "size"], 2, "--sort"),
     (["guard", "--metric", "used"], 2, "--metric"),

@@ -183,6 +183,25 @@ def test_managed_first_touch_charged_back(env):
     assert all(c["faulted_bytes"] == 0 for c in res.calls), res.calls
 
 
+def test_device_nodes_are_not_host_memory(env):
+    """Pages on a NUMA node named by --device-nodes (GH200's HBM) are the
+    call's device-node bytes and never its host bytes. This VM has one
+    node, so naming node 0 turns every page into a device-node page: the
+    node number read from each page's flags must be 0 for all of them."""
+    for nodes, host_share in (["0", 0.0], ["none", 1.0]):
+        res = env.trace([env.alloc_mix, "-n", "3", "-s", "8M", "-a", "alloc", "-F"],
+                        extra=["--device-nodes", nodes])
+        assert res.rc == 0, res
+        calls = res.calls_of("cuMemAlloc_v2")
+        assert len(calls) == 3, res
+        for c in calls:
+            total = c["host_bytes"] + c["device_node_bytes"]
+            assert within(total, 8 * MIB, 2), c
+            assert c["host_bytes"] == int(total * host_share), c
+        said = "1 NUMA node(s) are not host RAM (0)" in res.stderr
+        assert said == (nodes == "0"), res.stderr
+
+
 def test_exit_releases_everything(env):
     """Allocations never freed are released when their process exits."""
     res = env.trace([env.alloc_mix, "-t", "2", "-n", "3", "-s", "4M",
