@@ -25,6 +25,7 @@
 #include "cuda_api.h"
 #include "guard.h"
 #include "guard_action.h"
+#include "procfs.h"
 #include "guard_kernel.h"
 #include "guard_state.h"
 #include "log.h"

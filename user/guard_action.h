@@ -32,10 +32,6 @@ int guard_act__signal(int pidfd, pid_t pid, int sig);
  * /sys/fs/cgroup/unified on hybrid ones; NULL if nowhere.
  */
 const char *cgroup2__root(void);
-/* The process's cgroup v2 path relative to the root ("/a/b"). 0 or -errno. */
-int proc__cgroup(pid_t pid, char *buf, size_t len);
-/* 'T' (stopped), 't', 'R', 'S', 'D', 'Z'...; 0 if the process is gone. */
-char proc__state(pid_t pid);
 /* The cgroup is frozen (cgroup.events says "frozen 1"). */
 bool cgroup__frozen(const char *cg);
 /*

@@ -15,6 +15,7 @@
 #include "attach_opts.h"
 #include "commands.h"
 #include "guard_action.h"
+#include "procfs.h"
 #include "guard_pin.h"
 #include "guard_state.h"
 #include "log.h"
@@ -61,19 +62,11 @@ enum { OPT_STATE_FILE = 0x100 };
 /* The daemon of the state file is alive and is a umtrace. */
 static bool daemon_alive(uint32_t pid)
 {
-	char path[64], comm[32] = "";
-	FILE *f;
+	char comm[32];
 
 	if (!pid || kill((pid_t)pid, 0))
 		return false;
-	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	if (!fgets(comm, sizeof(comm), f))
-		comm[0] = '\0';
-	fclose(f);
-	return !strncmp(comm, "umtrace", 7);
+	return proc__comm((pid_t)pid, comm, sizeof(comm)) && !strncmp(comm, "umtrace", 7);
 }
 
 /* Still stopped or frozen, as the guard left it. */

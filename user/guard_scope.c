@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -22,6 +21,7 @@
 #include "guard.h"
 #include "guard_kernel.h"
 #include "log.h"
+#include "procfs.h"
 
 
 uint32_t guard__scope_kind(const struct guard *g)
@@ -66,22 +66,6 @@ static int set_cgroup(struct guard *g)
 	return err;
 }
 
-static bool read_comm(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return ok;
-}
-
 static int name_verdict(struct guard *g, const char *comm)
 {
 	bool in = guard_scope__match(&g->cfg.scope, 0, comm, NULL);
@@ -106,7 +90,7 @@ static int name_running(struct guard *g)
 	while (!err && (de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		if (read_comm((pid_t)atoi(de->d_name), comm, sizeof(comm)))
+		if (proc__comm((pid_t)atoi(de->d_name), comm, sizeof(comm)))
 			err = name_verdict(g, comm);
 	}
 	closedir(d);

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include "kthreads.h"
 #include "output.h"
+#include "procfs.h"
 #include "units.h"
 
 /* Enough for a host's kernel threads; the map holds 4096 rows. */
@@ -12,18 +13,8 @@
 
 static void name_process(struct kthread_row *r)
 {
-	char path[64];
-	FILE *f;
-
-	if (!r->tgid)
-		return;
-	snprintf(path, sizeof(path), "/proc/%u/comm", r->tgid);
-	f = fopen(path, "re");
-	if (!f)
-		return;
-	if (fgets(r->for_comm, sizeof(r->for_comm), f))
-		r->for_comm[strcspn(r->for_comm, "\n")] = '\0';
-	fclose(f);
+	if (r->tgid && !proc__comm((pid_t)r->tgid, r->for_comm, sizeof(r->for_comm)))
+		r->for_comm[0] = '\0';
 }
 
 static int by_bytes(const void *a, const void *b)

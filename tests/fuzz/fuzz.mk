@@ -35,7 +35,7 @@ UMT_FUZZ_SRCS_recording := user/recording.c user/recfile.c user/meminfo.c user/u
 	user/callsites.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard_config.c user/guard_policy.c user/guard_action.c \
-	user/units.c
+	user/procfs.c user/units.c
 UMT_FUZZ_LIBS_config := -linih
 # clang 14 counts a designated initializer that leaves a field to zero
 # as missing one (gcc, which builds umtrace, does not).

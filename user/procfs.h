@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* What /proc says of one process. */
+#ifndef UMTRACE_PROCFS_H
+#define UMTRACE_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The process's cgroup v2 path relative to the root ("/a/b"). 0 or -errno. */
+int proc__cgroup(pid_t pid, char *buf, size_t len);
+/* 'T' (stopped), 't', 'R', 'S', 'D', 'Z'...; 0 if the process is gone. */
+char proc__state(pid_t pid);
+/* Its name (its main thread's comm), without the newline; false if gone. */
+bool proc__comm(pid_t pid, char *buf, size_t len);
+
+#endif /* UMTRACE_PROCFS_H */
