@@ -115,6 +115,17 @@ def run_integration(out, counts, pattern):
                 env.cleanup()
 
 
+def check_host_intact(counts):
+    """The tests must leave the host as they found it: a workload that once
+    renamed its report over -o /dev/null turned it into a plain file."""
+    import stat
+    st = os.stat("/dev/null")
+    if stat.S_ISCHR(st.st_mode):
+        counts.add("PASS", "host/dev_null_intact")
+    else:
+        counts.add("FAIL", "host/dev_null_intact", "/dev/null is no longer a character device")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True, help="build output directory, e.g. build/x86")
@@ -128,6 +139,7 @@ def main():
         run_tap(os.path.join(args.out, "tests", "fakecuda_selftest"), counts)
     if not args.unit_only:
         run_integration(args.out, counts, args.pattern)
+    check_host_intact(counts)
     if counts.failures:
         print("failed: " + ", ".join(counts.failures))
     print(f"{counts.passed} passed, {counts.failed} failed, {counts.skipped} skipped")

@@ -248,7 +248,7 @@ def test_guard_spares_protected_and_out_of_scope(env):
         while o.poll() is None and time.monotonic() < deadline:
             assert state_of(o.pid) != "T", "a protected or out-of-scope job was stopped"
             time.sleep(0.002)
-        assert o.returncode == 0
+        assert o.returncode == 0, (o.returncode, o.stderr.read(), g.stop()[-1500:])
     err = g.stop()
     assert "pid=%d" % hog.pid in err, err
     for o in others:

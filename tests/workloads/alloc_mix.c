@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -767,17 +768,29 @@ static void am_json(FILE *f, const struct am_thread *th,
 		fprintf(f, "  \"inflight\": null\n}\n");
 }
 
-/* -o FILE is written whole and renamed, so a reader never sees half. */
+/*
+ * -o FILE is written whole and renamed, so a reader never sees half. A
+ * device (-o /dev/null) is written in place: a rename would replace it
+ * with a plain file, for every program on the host.
+ */
 static int am_write_report(const struct am_thread *th,
 			   const struct am_counts *sum,
 			   const struct fakecuda_stats *st)
 {
 	char tmp[4096];
+	struct stat sb;
 	FILE *f;
 
 	if (!opt.out) {
 		am_json(stdout, th, sum, st);
 		return fflush(stdout) ? -1 : 0;
+	}
+	if (!stat(opt.out, &sb) && !S_ISREG(sb.st_mode)) {
+		f = fopen(opt.out, "w");
+		if (!f)
+			return -1;
+		am_json(f, th, sum, st);
+		return fclose(f) ? -1 : 0;
 	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", opt.out) >= (int)sizeof(tmp))
 		return -1;
