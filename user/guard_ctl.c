@@ -59,28 +59,6 @@ void resume_usage(FILE *f)
 
 enum { OPT_STATE_FILE = 0x100 };
 
-/* The daemon of the state file is alive and is a umtrace. */
-static bool daemon_alive(uint32_t pid)
-{
-	char comm[32];
-
-	if (!pid || kill((pid_t)pid, 0))
-		return false;
-	return proc__comm((pid_t)pid, comm, sizeof(comm)) && !strncmp(comm, "umtrace", 7);
-}
-
-/* Still stopped or frozen, as the guard left it. */
-static bool still_held(const struct guard_stopped *s)
-{
-	char st = proc__state((pid_t)s->pid);
-
-	if (!st)
-		return false;
-	if (st == 'T')
-		return true;
-	return s->cgroup[0] && cgroup__frozen(s->cgroup);
-}
-
 static void print_text(const struct guard_status *st, bool alive)
 {
 	char a[32], b[32], c[32], d[32];
@@ -124,7 +102,7 @@ static void print_text(const struct guard_status *st, bool alive)
 
 		printf("%-8u %-16s %-8s %-10s %7llds  %s%s\n", s->pid, s->comm, s->action,
 		       s->reason, (long long)(now - s->when), s->cgroup[0] ? s->cgroup : "-",
-		       still_held(s) ? "" : "  (no longer stopped)");
+		       guard_state__still_held(s) ? "" : "  (no longer stopped)");
 	}
 }
 
@@ -157,7 +135,7 @@ static void print_json(const struct guard_status *st, bool alive)
 		printf(",\"action\":\"%s\",\"reason\":\"%s\",\"since\":%lld,\"cgroup\":",
 		       s->action, s->reason, (long long)s->when);
 		output__json_string(stdout, s->cgroup);
-		printf(",\"still_stopped\":%s}", still_held(s) ? "true" : "false");
+		printf(",\"still_stopped\":%s}", guard_state__still_held(s) ? "true" : "false");
 	}
 	printf("]}\n");
 }
@@ -219,7 +197,7 @@ int cmd_status(int argc, char **argv)
 		free(st);
 		return 1;
 	}
-	alive = daemon_alive(st->pid);
+	alive = guard_state__daemon_alive(st->pid);
 	if (json)
 		print_json(st, alive);
 	else
@@ -276,7 +254,7 @@ static int resume_all(const struct guard_status *st)
 	size_t i;
 
 	for (i = 0; i < st->n_stopped; i++) {
-		if (!still_held(&st->stopped[i]))
+		if (!guard_state__still_held(&st->stopped[i]))
 			continue;
 		if (resume_one(st->stopped[i].pid, &st->stopped[i]))
 			failed++;

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "guard_action.h"
 #include "guard_state.h"
+#include "procfs.h"
 
 #define MAGIC "umtrace-guard-state 1"
 
@@ -164,4 +167,24 @@ int guard_state__read(const char *path, struct guard_status *st)
 out:
 	fclose(f);
 	return err;
+}
+
+bool guard_state__daemon_alive(uint32_t pid)
+{
+	char comm[32];
+
+	if (!pid || kill((pid_t)pid, 0))
+		return false;
+	return proc__comm((pid_t)pid, comm, sizeof(comm)) && !strncmp(comm, "umtrace", 7);
+}
+
+bool guard_state__still_held(const struct guard_stopped *s)
+{
+	char st = proc__state((pid_t)s->pid);
+
+	if (!st)
+		return false;
+	if (st == 'T')
+		return true;
+	return s->cgroup[0] && cgroup__frozen(s->cgroup);
 }

@@ -46,4 +46,9 @@ int guard_state__write(const char *path, const struct guard_status *st);
 /* 0, -ENOENT (no guard has run), -EINVAL (not a state file), -errno. */
 int guard_state__read(const char *path, struct guard_status *st);
 
+/* The daemon that wrote the state file is alive and is a umtrace. */
+bool guard_state__daemon_alive(uint32_t pid);
+/* The process is still stopped, or its cgroup frozen, as the guard left it. */
+bool guard_state__still_held(const struct guard_stopped *s);
+
 #endif /* UMTRACE_GUARD_STATE_H */

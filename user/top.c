@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include "attach_opts.h"
+#include "guard_state.h"
 #include "kthreads.h"
 #include "commands.h"
 #include "log.h"
@@ -48,6 +49,9 @@ struct top {
 	struct termios saved_tty;
 	bool tty_raw;
 	unsigned int ticks;
+	const char *state_file;		/* the guard's, for its column */
+	struct guard_status *guard;	/* read each refresh */
+	bool guard_alive;
 };
 
 struct top_row {
@@ -58,6 +62,7 @@ struct top_row {
 	bool outside_known;
 	double growth_per_h;	/* host bytes per hour, NAN-free: 0 if unknown */
 	bool growth_known;
+	char guard;		/* 'T' stopped, 'F' frozen by the guard, '-' */
 };
 
 void top_usage(FILE *f)
@@ -78,7 +83,11 @@ void top_usage(FILE *f)
 "  -s, --sort KEY           host (default), gpu, growth or pid\n"
 "      --once               print one snapshot after one interval and exit\n"
 "  -b, --batch              plain snapshots, no screen control (default when\n"
-"                           stdout is not a terminal)\n");
+"                           stdout is not a terminal)\n"
+"      --state-file PATH    the running guard's state file (default\n"
+"                           " GUARD_STATE_DEFAULT "): when a guard runs, a\n"
+"                           header line for it and a G column, T for a\n"
+"                           process it stopped, F for one it froze\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
 }
@@ -100,13 +109,14 @@ static int parse_sort(const char *s, enum top_sort *out)
 
 static int parse_args(struct top *t, int argc, char **argv)
 {
-	enum { OPT_ONCE = OPT_ATTACH__LAST };
+	enum { OPT_ONCE = OPT_ATTACH__LAST, OPT_STATE_FILE };
 	static const struct option opts[] = {
 		ATTACH_LONG_OPTS,
 		{ "interval", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "batch", no_argument, NULL, 'b' },
+		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -114,6 +124,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 
 	attach_opts__init(&t->ao);
 	t->interval_ms = 1000;
+	t->state_file = GUARD_STATE_DEFAULT;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":" ATTACH_SHORT_OPTS "i:s:bh", opts, NULL)) != -1) {
@@ -139,6 +150,13 @@ static int parse_args(struct top *t, int argc, char **argv)
 			break;
 		case 'b':
 			t->batch = true;
+			break;
+		case OPT_STATE_FILE:
+			if (!*optarg) {
+				elog("--state-file needs a path");
+				return -EINVAL;
+			}
+			t->state_file = optarg;
 			break;
 		case 'h':
 			top_usage(stdout);
@@ -366,6 +384,40 @@ static void kthread_rows(struct top *t, FILE *f)
 	free(rows);
 }
 
+/* The running guard, if any: a header line, and its mark for each row. */
+static void guard_header(struct top *t, FILE *f)
+{
+	char b[2][16];
+	size_t i, held = 0;
+
+	t->guard_alive = false;
+	if (!t->guard)
+		t->guard = calloc(1, sizeof(*t->guard));
+	if (!t->guard || guard_state__read(t->state_file, t->guard) ||
+	    !guard_state__daemon_alive(t->guard->pid))
+		return;
+	t->guard_alive = true;
+	for (i = 0; i < t->guard->n_stopped; i++)
+		held += guard_state__still_held(&t->guard->stopped[i]);
+	fprintf(f, "guard %u: floor %s, headroom %s, %zu held (G: T stopped, F frozen)\n",
+		t->guard->pid, fmt_bytes(t->guard->floor, b[0], sizeof(b[0])),
+		fmt_signed(t->guard->headroom, true, b[1], sizeof(b[1])), held);
+}
+
+static char guard_mark(const struct top *t, uint32_t pid)
+{
+	const struct guard_stopped *s;
+	size_t i;
+
+	for (i = 0; t->guard_alive && i < t->guard->n_stopped; i++) {
+		s = &t->guard->stopped[i];
+		if (s->pid != pid || !guard_state__still_held(s))
+			continue;
+		return strcmp(s->action, "freeze") ? 'T' : 'F';
+	}
+	return '-';
+}
+
 static void render(struct top *t, FILE *f)
 {
 	char b[5][16];
@@ -375,15 +427,17 @@ static void render(struct top *t, FILE *f)
 	if (!t->batch)
 		fputs("\033[H\033[2J", f);
 	print_header(t, f);
+	guard_header(t, f);
 	rows = collect_rows(t, &n);
 	if (!rows)
 		return;
 	row_cmp_sort = t->sort;
 	qsort(rows, n, sizeof(*rows), row_cmp);
-	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s\n", "PID", "COMM",
-		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS");
-	for (i = 0; i < n && i < MAX_ROWS; i++)
-		fprintf(f, "%-7u %-12.12s %9s %9s %9s %9s %9s %6llu\n", rows[i].p.pid,
+	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s%s\n", "PID", "COMM",
+		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS",
+		t->guard_alive ? " G" : "");
+	for (i = 0; i < n && i < MAX_ROWS; i++) {
+		fprintf(f, "%-7u %-12.12s %9s %9s %9s %9s %9s %6llu", rows[i].p.pid,
 			rows[i].p.comm,
 			fmt_bytes(rows[i].p.held_gpu, b[0], sizeof(b[0])),
 			fmt_bytes(rows[i].holds, b[1], sizeof(b[1])),
@@ -391,6 +445,10 @@ static void render(struct top *t, FILE *f)
 			fmt_signed(rows[i].outside, rows[i].outside_known, b[4], sizeof(b[4])),
 			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
 			(unsigned long long)rows[i].p.held_count);
+		if (t->guard_alive)
+			fprintf(f, " %c", guard_mark(t, rows[i].p.pid));
+		fputc('\n', f);
+	}
 	kthread_rows(t, f);
 	if (t->batch)
 		fputc('\n', f);
@@ -494,6 +552,7 @@ int cmd_top(int argc, char **argv)
 	session__close(&t.session);
 	summary__free(&t.summary);
 	free(t.growth);
+	free(t.guard);
 	attach_opts__free(&t.ao);
 	return code;
 }

@@ -257,6 +257,34 @@ def test_guard_spares_protected_and_out_of_scope(env):
     shutil.rmtree(d)
 
 
+def test_guard_state_in_top(env):
+    """While a guard runs, top says so in a header line and marks each
+    process the guard stopped (T); the others get '-'."""
+    floor = meminfo() - 1024 * MIB
+    g = Guard(env, floor)
+    top = env.popen([env.umtrace, "top", "--once", "-i", "4s", "--libcuda", env.fake,
+                     "--state-file", g.state])
+    assert "probing" in top.stderr.readline()
+    calm = env.popen([env.alloc_mix, "-n", "1", "-s", "4M", "-a", "alloc", "-w", "6000",
+                      "-o", "/dev/null"])
+    time.sleep(0.3)
+    hog = env.popen([env.alloc_mix, "-n", "40", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", "/dev/null"])
+    stopped = wait_state(hog.pid, "T", 3)
+    out, err = top.communicate(timeout=30)
+    hog.kill()
+    calm.kill()
+    g.stop()
+    assert stopped, "the hog was not stopped"
+    assert top.returncode == 0, err
+    assert re.search(r"^guard %d: floor .* 1 held \(G: T stopped, F frozen\)$" % g.p.pid,
+                     out, re.M), out
+    marks = {int(l.split()[0]): l.split()[-1] for l in out.splitlines()
+             if l[:1].isdigit() and "alloc_mix" in l}
+    assert marks == {hog.pid: "T", calm.pid: "-"}, out
+    assert max(len(l) for l in out.splitlines()) <= 80, out
+
+
 def test_guard_dry_run_signals_nothing(env):
     """--dry-run logs the decision and stops nothing."""
     floor = meminfo() - 1024 * MIB
