@@ -16,6 +16,9 @@
 #define UMT_GFP_FS		0x80U
 #define UMT_GFP_DIRECT_RECLAIM	0x400U
 
+/* task->flags of a kernel thread (PF_KTHREAD, a macro BTF does not carry). */
+#define UMT_PF_KTHREAD		0x00200000U
+
 /*
  * An allocation made from an interrupt runs on whatever task it
  * interrupted and must not be charged to that task's GPU call. Interrupts

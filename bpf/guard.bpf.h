@@ -33,7 +33,6 @@
 #define UMTRACE_GUARD_BPF_H
 
 #define GUARD_SIGSTOP		19
-#define GUARD_PF_KTHREAD	0x00200000U
 /* Pages a CPU may count before folding them into the shared counter. */
 #define GUARD_BATCH		64
 /* An admitted call's slack: 1/GUARD_SLACK_DIV of its size, + GUARD_BATCH. */
@@ -201,7 +200,7 @@ static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid
 {
 	__u32 i;
 
-	if (tgid <= 1 || tgid == guard_self || (task->flags & GUARD_PF_KTHREAD))
+	if (tgid <= 1 || tgid == guard_self || (task->flags & UMT_PF_KTHREAD))
 		return true;
 	for (i = 0; i < UMT_GUARD_MAX_PROTECT; i++) {
 		if (i >= guard_n_protect)

@@ -11,8 +11,6 @@
 #ifndef UMTRACE_KTHREADS_BPF_H
 #define UMTRACE_KTHREADS_BPF_H
 
-#define UMT_PF_KTHREAD		0x00200000U
-
 /* Set by user space before load (top, report). */
 const volatile bool count_kthreads = false;
 
