@@ -88,8 +88,11 @@ static __always_inline void kthread_named(struct task_struct *task, struct mm_st
 	if (!pending || !*pending)
 		return;
 	tgid = mm_tgid(mm);
-	if (!tgid)
+	if (!tgid) {
+		/* No owner to name (no CONFIG_MEMCG): they stay the thread's. */
+		*pending = 0;
 		return;
+	}
 	from = kthread_row(task, 0);
 	to = kthread_row(task, tgid);
 	if (!from || !to)

@@ -657,35 +657,41 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
 	bool busy = READ_ONCE(open_windows) || READ_ONCE(faults_pending);
 	__u64 pages = 1ULL << order, unreserved = pages;
+	struct task_struct *task;
 	struct window *w = NULL;
+	bool device;
 
 	if (!busy && !count_outside && !count_kthreads && !guard_on)
 		return 0;
 	if (!page)
 		return 0;
+	/* Device-node pages are never host memory: not the headroom's either. */
+	device = on_device_node(page);
 	if (!umt_gfp_from_task(gfp))
 		goto guard;
+	task = bpf_get_current_task_btf();
 	if (busy)
-		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
-	/* Device-node pages are the call's, never host memory anyone took. */
+		w = bpf_task_storage_get(&windows, task, 0, 0);
 	if (w && w->depth) {
-		if (on_device_node(page))
+		if (device) {
 			w->device_pages += pages;
-		else
+		} else {
 			w->pages_taken += pages;
-		unreserved = guard_draw(&w->reserved, &w->slack, pages);
-	} else if (on_device_node(page)) {
+			unreserved = guard_draw(&w->reserved, &w->slack, pages);
+		}
+	} else if (device) {
 		/* nothing: no host page */
 	} else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE)) {
 		charge_fault(w, order);
-	} else if (count_kthreads && is_kthread(bpf_get_current_task_btf())) {
-		kthread_took(bpf_get_current_task_btf(), pages);
+	} else if (count_kthreads && is_kthread(task)) {
+		kthread_took(task, pages);
 	} else if (count_outside) {
 		count_outside_call(pages, false);
 	}
 guard:
-	/* Every page counts for the headroom, an interrupt's too. */
-	guard_page_alloc(pages, unreserved, gfp);
+	/* Every host page counts for the headroom, an interrupt's too. */
+	if (!device)
+		guard_page_alloc(pages, unreserved, gfp);
 	return 0;
 }
 
@@ -730,11 +736,12 @@ int BPF_PROG(managed_fault, unsigned long address)
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(page_free, struct page *page, unsigned int order)
 {
-	struct window *w = current_window();
+	struct window *w;
 
-	guard_page_free(1ULL << order);
 	if (on_device_node(page))
 		return 0;
+	guard_page_free(1ULL << order);
+	w = current_window();
 	if (w)
 		w->pages_freed += 1ULL << order;
 	else if (count_outside)

@@ -93,6 +93,10 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 			elog("invalid --device-nodes %s", why);
 			return -EINVAL;
 		}
+		if (strcmp(arg, "auto") && numa__check_online(bits, why, sizeof(why))) {
+			elog("invalid --device-nodes %s: %s", arg, why);
+			return -EINVAL;
+		}
 		o->device_nodes = arg;
 		return 1;
 	}

@@ -170,6 +170,7 @@ uint32_t callsites__add(struct callsites *cs, const struct umt_call_rec *r,
 	s->calls++;
 	s->last_ns = r->ts_ns;
 	s->host_taken += r->pages_taken * page_size;
+	s->device_taken += r->device_pages * page_size;
 	note_pid(s, r->pid);
 	if (r->end != UMT_END_RETURNED && r->end != UMT_END_LOST_RETURN)
 		return s->id;

@@ -25,6 +25,7 @@ struct callsite {
 	uint64_t failed;
 	uint64_t size_bytes;	/* requested by successful calls */
 	uint64_t host_taken;
+	uint64_t device_taken;	/* bytes from NUMA nodes that are not host RAM */
 	uint64_t held_count;	/* its allocations still outstanding */
 	uint64_t held_host;
 	uint64_t held_size;	/* GPU bytes of its allocations still outstanding */

@@ -25,7 +25,7 @@ struct fr_stack {
 /* What replaying a call needs of its record; the raw stack is not kept. */
 struct fr_call {
 	uint64_t duration_ns, size, flags, handle, aux;
-	uint64_t pages_taken, pages_freed, faulted_pages;
+	uint64_t pages_taken, pages_freed, faulted_pages, device_pages;
 	uint32_t pid, tid, api, end, is_free;
 	int32_t ret;
 	char comm[TASK_COMM_LEN], pcomm[TASK_COMM_LEN];
@@ -330,6 +330,7 @@ int flight__add_call(struct flight_recorder *fr, const struct umt_call_rec *r,
 		.duration_ns = r->duration_ns, .size = r->size, .flags = r->flags,
 		.handle = r->handle, .aux = r->aux, .pages_taken = r->pages_taken,
 		.pages_freed = r->pages_freed, .faulted_pages = r->faulted_pages,
+		.device_pages = r->device_pages,
 		.pid = r->pid, .tid = r->tid, .api = r->api, .end = r->end,
 		.is_free = r->is_free, .ret = r->ret, .stack = stack,
 	};
@@ -434,6 +435,7 @@ static int dump_event(struct recording_writer *w, const struct fr_event *e)
 		r.pages_taken = c->pages_taken;
 		r.pages_freed = c->pages_freed;
 		r.faulted_pages = c->faulted_pages;
+		r.device_pages = c->device_pages;
 		r.is_free = c->is_free;
 		memcpy(r.comm, c->comm, TASK_COMM_LEN);
 		memcpy(r.pcomm, c->pcomm, TASK_COMM_LEN);

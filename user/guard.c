@@ -398,11 +398,11 @@ static int sample_metric(void *ctx, uint64_t *bytes)
 	struct pcp_info pcp = {};
 	struct meminfo m;
 	uint64_t v;
-	int err = meminfo__read(&m);
+	int err = meminfo__read_host(&m, &g->session.nodes);
 
 	if (err)
 		return err;
-	if (meminfo__read_pcp(&pcp))
+	if (meminfo__read_pcp(&pcp, &g->session.nodes))
 		memset(&pcp, 0, sizeof(pcp));
 	g->sample.t_ms = now_ms();
 	g->sample.available = m.available;

@@ -44,7 +44,7 @@ void guard_flight__sample(struct guard *g)
 {
 	struct rec_sample s;
 
-	if (g->flight && !rec_sample__read(&s))
+	if (g->flight && !rec_sample__read(&s, &g->session.nodes))
 		flight__add_sample(g->flight, &s);
 }
 

@@ -16,6 +16,7 @@
 #include "guard_state.h"
 #include "log.h"
 #include "meminfo.h"
+#include "numa.h"
 #include "symbolize.h"
 #include "units.h"
 
@@ -191,6 +192,7 @@ static void copy_protect(struct guard *g)
 
 int guard__parse_args(struct guard *g, int argc, char **argv)
 {
+	struct numa_nodes nodes;
 	struct meminfo m;
 	char err[512];
 	int r;
@@ -204,8 +206,11 @@ int guard__parse_args(struct guard *g, int argc, char **argv)
 		r = parse_flags(g, argc, argv);
 	if (r)
 		return r;
-	if (meminfo__read(&m)) {
-		elog("cannot read /proc/meminfo");
+	/* Percentages are of host RAM; session start reports bad nodes. */
+	if (numa__device_nodes(g->ao.device_nodes, &nodes, err, sizeof(err)))
+		memset(&nodes, 0, sizeof(nodes));
+	if (meminfo__read_host(&m, &nodes)) {
+		elog("cannot read /proc/meminfo or a device node's meminfo");
 		return -EINVAL;
 	}
 	if (guard_config__policy(&g->cfg, m.total, &g->pol, err, sizeof(err))) {

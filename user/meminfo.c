@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "meminfo.h"
+#include "numa.h"
 
 /* "MemAvailable:   12345678 kB" */
 static int field_kb(const char *text, const char *name, uint64_t *bytes)
@@ -38,21 +39,88 @@ int meminfo__parse(const char *text, struct meminfo *m)
 	return 0;
 }
 
-int meminfo__read(struct meminfo *m)
+static int read_small(const char *path, char *buf, size_t len)
 {
-	char buf[8192];
 	ssize_t n;
 	int fd;
 
-	fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
 		return n < 0 ? -errno : -EINVAL;
 	buf[n] = '\0';
-	return meminfo__parse(buf, m);
+	return 0;
+}
+
+int meminfo__read(struct meminfo *m)
+{
+	char buf[8192];
+	int err = read_small("/proc/meminfo", buf, sizeof(buf));
+
+	return err ? err : meminfo__parse(buf, m);
+}
+
+static bool node_has(const struct numa_nodes *nodes, unsigned int n)
+{
+	return nodes && n < UMT_MAX_NODES && (nodes->device[n / 64] & (1ULL << (n % 64)));
+}
+
+static uint64_t less(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+/* "Node 1 MemFree:   12345 kB" lines. */
+int meminfo__subtract_node(struct meminfo *m, const char *text)
+{
+	uint64_t total = 0, free = 0, file = 0, kreclaim = 0;
+	unsigned long long kb;
+	const char *line;
+	unsigned int node, seen = 0;
+	char name[32];
+
+	for (line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		if (sscanf(line, "Node %u %31[^:]: %llu", &node, name, &kb) != 3)
+			continue;
+		if (!strcmp(name, "MemTotal"))
+			total = kb * 1024, seen |= 1;
+		else if (!strcmp(name, "MemFree"))
+			free = kb * 1024, seen |= 2;
+		else if (!strcmp(name, "FilePages"))
+			file = kb * 1024;
+		else if (!strcmp(name, "KReclaimable"))
+			kreclaim = kb * 1024;
+	}
+	if (seen != 3)
+		return -EINVAL;
+	m->total = less(m->total, total);
+	m->free = less(m->free, free);
+	m->available = less(m->available, free + file + kreclaim);
+	return 0;
+}
+
+int meminfo__read_host(struct meminfo *m, const struct numa_nodes *nodes)
+{
+	char path[64], buf[8192];
+	unsigned int n;
+	int err = meminfo__read(m);
+
+	if (err || !nodes || !nodes->n_device)
+		return err;
+	for (n = 0; n < UMT_MAX_NODES; n++) {
+		if (!node_has(nodes, n))
+			continue;
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/meminfo", n);
+		err = read_small(path, buf, sizeof(buf));
+		if (!err)
+			err = meminfo__subtract_node(m, buf);
+		if (err)
+			return err;
+	}
+	return 0;
 }
 
 /*
@@ -60,16 +128,22 @@ int meminfo__read(struct meminfo *m)
  * above them have no colon). high is where the list stops refilling now;
  * since Linux 6.7 it is tuned at run time, up to high_max.
  */
-int meminfo__parse_pcp(const char *text, uint64_t page_size, struct pcp_info *p)
+int meminfo__parse_pcp(const char *text, uint64_t page_size, const struct numa_nodes *nodes,
+		       struct pcp_info *p)
 {
 	unsigned long long v;
 	const char *line;
-	bool seen = false;
+	bool seen = false, skip = false;
+	unsigned int node;
 
 	memset(p, 0, sizeof(*p));
 	for (line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		if (sscanf(line, "Node %u, zone", &node) == 1)
+			skip = node_has(nodes, node);
 		while (*line == ' ')
 			line++;
+		if (skip)
+			continue;
 		if (sscanf(line, "count: %llu", &v) == 1) {
 			p->count += v * page_size;
 			seen = true;
@@ -80,7 +154,7 @@ int meminfo__parse_pcp(const char *text, uint64_t page_size, struct pcp_info *p)
 	return seen ? 0 : -EINVAL;
 }
 
-int meminfo__read_pcp(struct pcp_info *p)
+int meminfo__read_pcp(struct pcp_info *p, const struct numa_nodes *nodes)
 {
 	size_t cap = 1 << 16, len = 0;
 	char *buf = malloc(cap), *nb;
@@ -110,7 +184,7 @@ int meminfo__read_pcp(struct pcp_info *p)
 	}
 	close(fd);
 	buf[len] = '\0';
-	err = n < 0 ? -errno : meminfo__parse_pcp(buf, (uint64_t)sysconf(_SC_PAGESIZE), p);
+	err = n < 0 ? -errno : meminfo__parse_pcp(buf, (uint64_t)sysconf(_SC_PAGESIZE), nodes, p);
 	free(buf);
 	return err;
 }

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+struct numa_nodes;
+
 struct meminfo {
 	uint64_t total;		/* bytes */
 	uint64_t available;
@@ -17,6 +19,20 @@ int meminfo__read(struct meminfo *m);
 int meminfo__parse(const char *text, struct meminfo *m);
 
 /*
+ * Host RAM only: /proc/meminfo less the NUMA nodes that are not host RAM
+ * (the GPU's HBM on GH200, which MemAvailable includes). Their figures
+ * come from each node's own meminfo: the global figures less theirs,
+ * because on some hosts (this project's VMs) the nodes' figures do not
+ * add up to the global ones. A node's share of MemAvailable is taken as
+ * its free, file and reclaimable kernel pages: the kernel's formula also
+ * keeps back its reserves and low watermarks, so the host figure errs
+ * low by those, never high. nodes NULL or empty: meminfo__read.
+ */
+int meminfo__read_host(struct meminfo *m, const struct numa_nodes *nodes);
+/* m less one node, given the text of its meminfo; -EINVAL if unreadable. */
+int meminfo__subtract_node(struct meminfo *m, const char *node_text);
+
+/*
  * The per-CPU free lists (/proc/zoneinfo pagesets): pages in them are
  * free but not in MemFree, and they may be refilled from MemFree up to
  * their high marks at any moment.
@@ -26,8 +42,12 @@ struct pcp_info {
 	uint64_t high;		/* bytes they refill up to (their high marks now) */
 };
 
-/* 0 or -errno; text is /proc/zoneinfo's. */
-int meminfo__parse_pcp(const char *text, uint64_t page_size, struct pcp_info *p);
-int meminfo__read_pcp(struct pcp_info *p);
+/*
+ * 0 or -errno; text is /proc/zoneinfo's. Zones of the nodes in nodes
+ * (NULL: none) are left out, as their pages are not host RAM.
+ */
+int meminfo__parse_pcp(const char *text, uint64_t page_size, const struct numa_nodes *nodes,
+		       struct pcp_info *p);
+int meminfo__read_pcp(struct pcp_info *p, const struct numa_nodes *nodes);
 
 #endif /* UMTRACE_MEMINFO_H */

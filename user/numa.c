@@ -157,6 +157,23 @@ static void auto_nodes(uint64_t *bits)
 	}
 }
 
+int numa__check_online(const uint64_t *bits, char *why, size_t len)
+{
+	char path[64];
+	unsigned int n;
+
+	for (n = 0; n < UMT_MAX_NODES; n++) {
+		if (!(bits[n / 64] & (1ULL << (n % 64))))
+			continue;
+		snprintf(path, sizeof(path), NODE_DIR "/node%u/meminfo", n);
+		if (access(path, R_OK)) {
+			snprintf(why, len, "this host has no NUMA node %u", n);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 int numa__device_nodes(const char *spec, struct numa_nodes *out, char *why, size_t len)
 {
 	char *config;
@@ -168,6 +185,8 @@ int numa__device_nodes(const char *spec, struct numa_nodes *out, char *why, size
 		auto_nodes(out->device);
 	} else {
 		err = numa__parse_list(spec, out->device, why, len);
+		if (!err)
+			err = numa__check_online(out->device, why, len);
 		if (err)
 			return err;
 	}

@@ -27,6 +27,8 @@ struct numa_nodes {
  * why.
  */
 int numa__parse_list(const char *s, uint64_t *bits, char *why, size_t len);
+/* 0, or -ENOENT with the reason if this host lacks a node of bits. */
+int numa__check_online(const uint64_t *bits, char *why, size_t len);
 /*
  * From the text of a kernel config: the shift of the node number in page
  * flags, 0 when the node is not there (no NUMA, not SPARSEMEM_VMEMMAP).

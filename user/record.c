@@ -182,7 +182,7 @@ static void sample(struct record *rc)
 {
 	struct rec_sample s;
 
-	if (rc->write_err || rec_sample__read(&s))
+	if (rc->write_err || rec_sample__read(&s, &rc->session.nodes))
 		return;
 	check(rc, recording_writer__add_sample(rc->w, &s));
 }

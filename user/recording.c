@@ -29,6 +29,7 @@ enum rec_type {
 #define CALL_END	(1u << 5)
 #define CALL_FREED	(1u << 6)
 #define CALL_FAULTED	(1u << 7)
+#define CALL_DEVICE	(1u << 8)
 
 #define SAMPLE_PSI	(1u << 0)
 
@@ -357,6 +358,7 @@ int recording_writer__add_call(struct recording_writer *w, const struct umt_call
 	bits |= r->end ? CALL_END : 0;
 	bits |= r->pages_freed ? CALL_FREED : 0;
 	bits |= r->faulted_pages ? CALL_FAULTED : 0;
+	bits |= r->device_pages ? CALL_DEVICE : 0;
 	e = body(w);
 	enc_u(&e, bits);
 	enc_s(&e, (int64_t)(r->ts_ns - w->prev_ts));
@@ -383,6 +385,8 @@ int recording_writer__add_call(struct recording_writer *w, const struct umt_call
 		enc_u(&e, r->pages_freed);
 	if (bits & CALL_FAULTED)
 		enc_u(&e, r->faulted_pages);
+	if (bits & CALL_DEVICE)
+		enc_u(&e, r->device_pages);
 	w->prev_ts = r->ts_ns;
 	w->prev_pid = r->pid;
 	w->prev_handle = r->handle;
@@ -676,6 +680,7 @@ static void do_call(struct replay *rp, struct dec *d)
 	r.end = bits & CALL_END ? dec_u32(d) : 0;
 	r.pages_freed = bits & CALL_FREED ? dec_u(d) : 0;
 	r.faulted_pages = bits & CALL_FAULTED ? dec_u(d) : 0;
+	r.device_pages = bits & CALL_DEVICE ? dec_u(d) : 0;
 	if (d->bad)
 		return;
 	rp->prev_ts = r.ts_ns;
@@ -1056,7 +1061,7 @@ void rec_sample__parse_vmstat(const char *text, struct rec_sample *s)
 	}
 }
 
-int rec_sample__read(struct rec_sample *s)
+int rec_sample__read(struct rec_sample *s, const struct numa_nodes *nodes)
 {
 	struct timespec ts;
 	struct meminfo m;
@@ -1066,7 +1071,7 @@ int rec_sample__read(struct rec_sample *s)
 	memset(s, 0, sizeof(*s));
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	s->ts_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	err = meminfo__read(&m);
+	err = meminfo__read_host(&m, nodes);
 	if (err)
 		return err;
 	s->mem_total = m.total;

@@ -20,7 +20,9 @@
  *   CALL    present bits, s ts delta, duration, s pid delta, s tid - pid,
  *           api, size, s handle delta, pages_taken, comm str, [pcomm str],
  *           stack id, then [flags] [aux] [s ret] [end] [pages_freed]
- *           [faulted_pages] as the present bits say (absent: 0)
+ *           [faulted_pages] [device_pages] as the present bits say
+ *           (absent: 0; device_pages: pages from NUMA nodes that are not
+ *           host RAM, left out of pages_taken)
  *   EXIT    ts, pid, comm str
  *   SAMPLE  present bits, ts, MemTotal, MemAvailable, MemFree (bytes),
  *           [PSI some/full avg10 (hundredths of %), some/full total (us)],
@@ -88,7 +90,9 @@ struct rec_info {
 };
 
 /* Read the sample fields from /proc now (ts_ns included). 0 or -errno. */
-int rec_sample__read(struct rec_sample *s);
+struct numa_nodes;
+/* Host RAM only: the device nodes' memory is left out (meminfo__read_host). */
+int rec_sample__read(struct rec_sample *s, const struct numa_nodes *nodes);
 /* The parts of it, from the files' text (for tests). */
 int rec_sample__parse_psi(const char *text, struct rec_sample *s);
 void rec_sample__parse_vmstat(const char *text, struct rec_sample *s);

@@ -245,6 +245,9 @@ static void print_site_text(const struct report *rp, const struct callsite *c,
 		printf(", %s never freed until exit (%llu allocations)",
 		       fmt_bytes(c->exit_host, b[4], sizeof(b[4])),
 		       (unsigned long long)c->exit_count);
+	if (c->device_taken)
+		printf(", %s from device nodes (not host RAM)",
+		       fmt_bytes(c->device_taken, b[4], sizeof(b[4])));
 	printf("  [%s, pid %u%s]\n", c->comm, c->pids[0], c->n_pids > 1 ? " and others" : "");
 	for (i = 0; i < c->n_frames; i++)
 		printf("    %s\n", c->frames[i]);
@@ -265,13 +268,13 @@ static void print_site_json(const struct report *rp, const struct callsite *c,
 	       "\"held\":%llu,\"held_host_bytes\":%llu,\"holds_host_bytes\":%llu,"
 	       "\"freed_at_exit\":%llu,"
 	       "\"freed_at_exit_host_bytes\":%llu,\"growth_bytes_per_hour\":%.0f,"
-	       "\"stack\":[",
+	       "\"device_node_bytes\":%llu,\"stack\":[",
 	       (unsigned long long)c->calls, (unsigned long long)c->failed,
 	       (unsigned long long)c->size_bytes, (unsigned long long)c->host_taken,
 	       (unsigned long long)c->held_count, (unsigned long long)c->held_host,
 	       (unsigned long long)site_holds(rp, c),
 	       (unsigned long long)c->exit_count, (unsigned long long)c->exit_host,
-	       per_hour(c->held_host, span_ns));
+	       per_hour(c->held_host, span_ns), (unsigned long long)c->device_taken);
 	for (i = 0; i < c->n_frames; i++) {
 		if (i)
 			putchar(',');

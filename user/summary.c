@@ -215,6 +215,7 @@ static void count_row(struct summary *s, struct summary_row *row,
 	row->comm[sizeof(row->comm) - 1] = '\0';
 	row->calls++;
 	row->host_taken += r->pages_taken * s->page_size;
+	row->device_taken += r->device_pages * s->page_size;
 	row->host_freed += r->pages_freed * s->page_size;
 	if (r->end != UMT_END_RETURNED && r->end != UMT_END_LOST_RETURN)
 		row->died++;
@@ -252,6 +253,7 @@ int summary__consume_site(struct summary *s, const struct umt_call_rec *r,
 	if (!api)
 		return -EINVAL;
 	s->records++;
+	s->device_taken += r->device_pages * s->page_size;
 	platform__observe(&s->platform, r, s->page_size);
 	account_proc(s, r);
 	/*
@@ -288,7 +290,7 @@ static void release_at_exit(const struct alloc_entry *e, void *ctx)
 }
 
 _Static_assert(sizeof(struct summary_row) ==
-	       offsetof(struct summary_row, calls) + 12 * sizeof(uint64_t),
+	       offsetof(struct summary_row, calls) + 13 * sizeof(uint64_t),
 	       "fold_row adds the counters from calls to the end");
 
 /* Add a row of a process that is gone into the row of all such. */
@@ -451,6 +453,9 @@ void summary__print_text(const struct summary *s, FILE *f)
 		fprintf(f, "%llu allocations never freed were released when their process exited (%s of host memory)\n",
 			(unsigned long long)s->exit_freed,
 			fmt_bytes(s->exit_freed_host, b[0], sizeof(b[0])));
+	if (s->device_taken)
+		fprintf(f, "%s taken from NUMA nodes that are not host RAM (not in HOST+)\n",
+			fmt_bytes(s->device_taken, b[0], sizeof(b[0])));
 	free(v);
 }
 
@@ -469,7 +474,8 @@ void summary__print_json(const struct summary *s, FILE *f)
 			"\"died_in_call\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
 			"\"host_freed_bytes\":%llu,\"unfreed\":%llu,"
 			"\"unfreed_size\":%llu,\"unfreed_host_bytes\":%llu,"
-			"\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu}\n",
+			"\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu,"
+			"\"device_node_bytes\":%llu}\n",
 			cuda_api__name(v[i].api),
 			(unsigned long long)v[i].calls,
 			(unsigned long long)v[i].failed,
@@ -481,7 +487,8 @@ void summary__print_json(const struct summary *s, FILE *f)
 			(unsigned long long)v[i].unfreed_size,
 			(unsigned long long)v[i].unfreed_host,
 			(unsigned long long)v[i].exit_freed,
-			(unsigned long long)v[i].exit_freed_host);
+			(unsigned long long)v[i].exit_freed_host,
+			(unsigned long long)v[i].device_taken);
 	}
 	free(v);
 }

@@ -24,6 +24,7 @@ struct summary_row {
 	uint64_t died;		/* the thread exited or exec'ed inside it */
 	uint64_t size_bytes;	/* requested by successful calls */
 	uint64_t host_taken;	/* bytes */
+	uint64_t device_taken;	/* bytes from NUMA nodes that are not host RAM */
 	uint64_t host_freed;
 	uint64_t unfreed;	/* allocations with no free seen yet */
 	uint64_t unfreed_size;
@@ -83,6 +84,7 @@ struct summary {
 	uint64_t exits;			/* processes that made GPU calls and exited */
 	uint64_t exit_freed;		/* allocations released by those exits */
 	uint64_t exit_freed_host;
+	uint64_t device_taken;		/* by all calls, from nodes not host RAM */
 	/* Bounded memory: past these caps new keys are counted, not kept. */
 	size_t max_rows, max_procs;
 	uint64_t rows_refused, procs_refused;

@@ -272,7 +272,7 @@ static void print_header(struct top *t, FILE *f)
 
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
-	if (meminfo__read(&m)) {
+	if (meminfo__read_host(&m, &t->session.nodes)) {
 		fprintf(f, "umtrace top %s  host memory: unreadable\n", when);
 		return;
 	}
@@ -285,6 +285,10 @@ static void print_header(struct top *t, FILE *f)
 		fmt_bytes(t->summary.table.host_bytes, b[3], sizeof(b[3])),
 		used ? 100.0 * (double)t->summary.table.host_bytes / (double)used : 0.0);
 	fprintf(f, "platform %.70s\n", platform__describe(&t->summary.platform, why, sizeof(why)));
+	if (t->session.nodes.n_device)
+		fprintf(f, "not host RAM: node(s) %.20s; GPU calls took %s there\n",
+			numa__format(&t->session.nodes, why, sizeof(why)),
+			fmt_bytes(t->summary.device_taken, b[3], sizeof(b[3])));
 }
 
 static void outside_of(struct top *t, struct top_row *row)

@@ -119,6 +119,7 @@ CASES = [
     (["trace", "--platform", "gb10"], 2, "--platform"),
     (["trace", "--device-nodes", "1-"], 2, "--device-nodes"),
     (["trace", "--device-nodes", "4096"], 2, "--device-nodes"),
+    (["trace", "--device-nodes", "1023"], 2, "no NUMA node 1023"),
     (["report", "--stack", "lbr"], 2, "--stack"),
     (["top", "--sort", "size"], 2, "--sort"),
     (["guard", "--metric", "used"], 2, "--metric"),

@@ -15,6 +15,7 @@ import zlib
 
 from harness import Skip
 
+MIB = 1 << 20
 HDR_SIZE = 172
 CHUNK_HDR = 24
 
@@ -97,6 +98,30 @@ def test_record_matches_live_report(env):
                        timeout=60)
     assert p.returncode == 0 and p.stdout.startswith(f"recording {path}: host "), p.stdout[:300]
     assert "am_alloc_vmm" in p.stdout
+
+
+def test_record_keeps_device_node_bytes(env):
+    """Pages from --device-nodes survive a recording: report FILE gives the
+    site the device-node bytes the live report gives, none as host bytes.
+    Node 0 is this VM's only node: every page of the calls is on it."""
+    wl = [env.alloc_mix, "-n", "3", "-s", "8M", "-a", "alloc", "-F", "-o", "/dev/null"]
+    path = env.tmpfile("dev.umt")
+    _record_cmd(env, path, wl, extra=["--device-nodes", "0"])
+    p, fsites, _, _ = _report_file(env, path)
+    assert p.returncode == 0, p.stderr
+    live = subprocess.run([env.umtrace, "report", "--json", "--libcuda", env.fake,
+                           "--device-nodes", "0", "--", *wl],
+                          capture_output=True, text=True, timeout=60)
+    assert live.returncode == 0, live.stderr
+    lsites = [o for o in _objs(live.stdout) if o["event"] == "callsite"]
+    for sites in (fsites, lsites):
+        s = [s for s in sites if s["api"] == "cuMemAlloc_v2"]
+        assert len(s) == 1, sites
+        assert s[0]["host_bytes"] == 0, s
+        assert abs(s[0]["device_node_bytes"] - 24 * MIB) <= 24 * MIB * 0.02, s
+    txt = subprocess.run([env.umtrace, "report", path], capture_output=True, text=True,
+                         timeout=60)
+    assert "from device nodes (not host RAM)" in txt.stdout, txt.stdout[:600]
 
 
 def test_record_damaged_files(env):

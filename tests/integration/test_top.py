@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """umtrace top: per-process rows of what GPU allocations hold, live."""
+import re
 import subprocess
 import time
 
@@ -214,3 +215,36 @@ def test_top_managed_pages_live(env):
     assert 0.95 * 32 * MIB <= to_bytes(live["host"]) <= 1.02 * 32 * MIB, live
     assert 0.95 * 32 * MIB <= to_bytes(live["holds"]) <= 1.02 * 32 * MIB, live
     assert to_bytes(seen[False]["host"]) < 1 * MIB, seen[False]
+
+
+def _node_memtotal(node=0):
+    with open(f"/sys/devices/system/node/node{node}/meminfo") as f:
+        for line in f:
+            w = line.split()
+            if w[2] == "MemTotal:":
+                return int(w[3]) * 1024
+    raise AssertionError("no MemTotal")
+
+
+def test_top_device_nodes(env):
+    """--device-nodes: the header's host figures leave the node out, a line
+    says what GPU calls took there, and no row counts it as host memory.
+    Node 0 is this VM's only node: every page of the job is on it."""
+    top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake,
+                     "--device-nodes", "0"])
+    while "probing" not in (line := top.stderr.readline()):
+        assert line, "top did not attach"
+    job = env.popen([env.alloc_mix, "-n", "2", "-s", "8M", "-a", "alloc", "-w", "4000",
+                     "-o", "/dev/null"])
+    out, err = top.communicate(timeout=30)
+    job.wait(timeout=30)
+    assert top.returncode == 0, err
+    assert "not host RAM: node(s) 0; GPU calls took 16M there" in out, out
+    with open("/proc/meminfo") as f:
+        total = int(f.readline().split()[1]) * 1024
+    m = re.search(r"host (\S+), available", out)
+    # "13G": whole units at this size, so within 5%
+    assert m and abs(to_bytes(m.group(1)) - (total - _node_memtotal())) <= 0.05 * total, out
+    r = [r for r in parse_rows(out) if r["pid"] == job.pid]
+    assert r and to_bytes(r[0]["gpu"]) == 16 * MIB, out
+    assert to_bytes(r[0]["host"]) < 1 * MIB, r

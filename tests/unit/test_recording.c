@@ -438,7 +438,7 @@ static void test_parse_psi_vmstat(void)
 	CHECK(s.allocstall == 6 && s.pgscan_direct == 42 && s.pgsteal_direct == 30, "vmstat",
 	      "%llu %llu %llu", (unsigned long long)s.allocstall,
 	      (unsigned long long)s.pgscan_direct, (unsigned long long)s.pgsteal_direct);
-	CHECK_EQ(rec_sample__read(&s), 0, "read");
+	CHECK_EQ(rec_sample__read(&s, NULL), 0, "read");
 	CHECK(s.mem_total && s.mem_available && s.ts_ns, "read fields", "total %llu",
 	      (unsigned long long)s.mem_total);
 }
