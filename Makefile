@@ -55,13 +55,15 @@ LIB_OBJS := $(filter-out $(OUT)/user/main.o $(OUT)/user/trace.o $(OUT)/user/top.
 	$(OUT)/user/report.o,$(USER_OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := $(wildcard bpf/*.h)
-SKEL := $(OUT)/umtrace.skel.h
+SKEL := $(OUT)/umtrace.skel.h $(OUT)/libcuda_scan.skel.h
 
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(OUT)/tests/unit/%,$(UNIT_SRCS))
 TEST_CFLAGS := -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
 
 .DELETE_ON_ERROR:
+# The BPF objects stay beside their skeletons (bpftool reads them; so may you).
+.SECONDARY: $(OUT)/umtrace.bpf.o $(OUT)/libcuda_scan.bpf.o
 .PHONY: all static test unit demo bench clean vmlinux
 
 ifeq ($(STATIC),1)
@@ -77,15 +79,15 @@ static: $(OUT)/umtrace-static
 umtrace: $(OUT)/umtrace
 	$(Q)ln -sf $< $@
 
-$(OUT)/umtrace.bpf.o: $(BPF_SRCS) $(BPF_HDRS) vmlinux/$(ARCH)/vmlinux.h | $(OUT)
+$(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) vmlinux/$(ARCH)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c bpf/umtrace.bpf.c -o $@.tmp
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
 	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@	# keep BTF, drop DWARF
 	$(Q)rm -f $@.tmp
 
-$(SKEL): $(OUT)/umtrace.bpf.o
+$(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name umtrace_bpf > $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 $(OUT)/user/%.o: user/%.c $(SKEL) $(wildcard user/*.h) $(BPF_HDRS) | $(OUT)/user
 	$(call msg,CC,$@)

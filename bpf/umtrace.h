@@ -174,6 +174,17 @@ struct umt_managed_alloc {
  * kernel later said they were for (kmem:rss_stat naming that process's
  * mm); tgid 0: no process named.
  */
+/*
+ * A process as the rescan's task iterator sees it (bpf/libcuda_scan.bpf.c):
+ * its executable mappings' size changes when it maps a library.
+ */
+struct umt_proc_exec {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start_ns;		/* task start_time: tells a reused pid */
+	__u64 exec_vm;		/* pages of its executable mappings */
+};
+
 struct umt_kthread_key {
 	__u32 pid;		/* the kernel thread */
 	__u32 tgid;		/* for this process, 0: none named */

@@ -112,6 +112,7 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 			return -EINVAL;
 		}
 		o->rescan_ms = v;
+		o->rescan_given = true;
 		return 1;
 	}
 	return 0;

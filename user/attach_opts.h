@@ -44,6 +44,7 @@ struct attach_opts {
 	size_t n_pids;
 	uint64_t ringbuf_bytes;
 	uint64_t rescan_ms;	/* 0: never look for new libcuda files */
+	bool rescan_given;	/* --rescan was on the command line */
 	enum platform platform;	/* the host cost model, or auto */
 	bool managed_faults;	/* hook every user page fault (x86) */
 	const char *device_nodes;	/* NUMA nodes not host RAM: NULL is auto */

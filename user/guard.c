@@ -737,7 +737,7 @@ int cmd_guard(int argc, char **argv)
 	g->session.batch_wakeups = true;
 	if (g->ao.ringbuf_bytes == ATTACH_DEFAULT_RINGBUF)
 		g->ao.ringbuf_bytes = GUARD_RINGBUF;
-	if (g->ao.rescan_ms == 0 && !g->ao.n_libcuda)
+	if (!g->ao.rescan_given)
 		g->ao.rescan_ms = 2000;	/* a daemon outlives the jobs it starts with */
 	err = arm(g);
 	if (err) {

@@ -127,7 +127,7 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return -errno;
 	while (fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/');
 
@@ -150,7 +150,7 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 int libcuda_set__scan_proc(struct libcuda_set *set)
 {
 	struct dirent *de;
-	int added = 0;
+	int added = 0, n;
 	DIR *d;
 
 	d = opendir("/proc");
@@ -159,10 +159,19 @@ int libcuda_set__scan_proc(struct libcuda_set *set)
 	while ((de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		added += scan_maps(set, de->d_name);
+		n = scan_maps(set, de->d_name);
+		added += n > 0 ? n : 0;
 	}
 	closedir(d);
 	return added;
+}
+
+int libcuda_set__scan_pid(struct libcuda_set *set, pid_t pid)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	return scan_maps(set, name);
 }
 
 void libcuda_set__free(struct libcuda_set *set)

@@ -32,6 +32,8 @@ int libcuda_set__add(struct libcuda_set *set, const char *path);
 void libcuda_set__add_default(struct libcuda_set *set);
 /* Every libcuda.so* mapped by a running process; returns how many are new. */
 int libcuda_set__scan_proc(struct libcuda_set *set);
+/* The same for one process: how many are new, or -errno (no such process). */
+int libcuda_set__scan_pid(struct libcuda_set *set, pid_t pid);
 void libcuda_set__free(struct libcuda_set *set);
 
 #endif /* UMTRACE_LIBCUDA_H */

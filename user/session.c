@@ -327,6 +327,19 @@ void session__drop_caps(struct session *s)
 		vlog("capabilities dropped to what attaching and symbolizing need");
 }
 
+/*
+ * Before the first look through /proc: the iterator's first listing is
+ * taken as seen, and whatever maps a library after it shows at the next.
+ */
+static void open_scan(struct session *s)
+{
+	int err = libcuda_scan__open(&s->scan);
+
+	if (err)
+		vlog("rescan: no task iterator (%s): reading every /proc/PID/maps",
+		     strerror(-err));
+}
+
 int session__start(struct session *s)
 {
 	int err;
@@ -335,6 +348,8 @@ int session__start(struct session *s)
 	err = probes__check_env();
 	if (!err)
 		err = open_pids(s);
+	if (!err && !s->ao->n_libcuda && s->ao->rescan_ms)
+		open_scan(s);
 	if (!err)
 		err = find_libs(s);
 	if (err)
@@ -386,7 +401,19 @@ static void report_skipped_stacks(struct session *s)
 
 static void rescan(struct session *s)
 {
-	if (libcuda_set__scan_proc(&s->libs) > 0)
+	int n = -1;
+
+	if (s->scan.skel) {
+		n = libcuda_scan__run(&s->scan, &s->libs);
+		if (n < 0) {
+			vlog("rescan: the iterator failed (%s): reading every /proc/PID/maps "
+			     "from now on", strerror(-n));
+			libcuda_scan__close(&s->scan);
+		}
+	}
+	if (n < 0)
+		n = libcuda_set__scan_proc(&s->libs);
+	if (n > 0)
 		attach_new_libs(s);
 }
 
@@ -467,6 +494,8 @@ void session__close(struct session *s)
 	s->rb = NULL;
 	if (s->probes.skel)
 		probes__destroy(&s->probes);
+	if (s->scan.skel)
+		libcuda_scan__close(&s->scan);
 	libcuda_set__free(&s->libs);
 	for (i = 0; i < ATTACH_MAX_PIDS; i++)
 		if (s->pidfds[i] >= 0)

@@ -15,6 +15,7 @@
 #include "attach_opts.h"
 #include "launch.h"
 #include "libcuda.h"
+#include "libcuda_scan.h"
 #include "probes.h"
 #include "umtrace.h"
 
@@ -62,6 +63,7 @@ struct session {
 	struct numa_nodes nodes;	/* device nodes in force */
 	struct ring_buffer *rb;
 	struct libcuda_set libs;
+	struct libcuda_scan scan;	/* the rescan in the kernel; skel NULL: /proc */
 	struct launched launched;
 	bool have_cmd;
 	bool pages_mode;		/* no libcuda: host pages per process */

@@ -43,6 +43,10 @@ Passes
      clock reads to every invocation (about 60 ns here), which is why the
      empty program is measured: the difference is the program body.
   3. guard idle: umtrace guard left alone BENCH_IDLE_S seconds: RSS, CPU.
+     As an always-on guard runs: no --libcuda (it finds the fake through
+     LD_LIBRARY_PATH) and a rescan for new libcuda files every 2 s. Then
+     the rescan's own cost: the same with --rescan 0, and the default with
+     RESCAN_EXTRA_PROCS more idle processes.
 
 Prints a table with PASS/MISS per target; writes OUT/bench/suite.json.
 
@@ -61,7 +65,7 @@ Environment
   BENCH_STATS=1           0: skip the statistics pass
   BENCH_STATS_ROUNDS=1    storm rounds in the statistics pass
   BENCH_STATS_CALLS=200000  GPU calls per run in the statistics pass
-  BENCH_IDLE_S=30         guard idle time
+  BENCH_IDLE_S=30         guard idle time (0: not measured)
   BENCH_WORKLOADS, BENCH_CONFIGS  comma-separated subsets, for quick runs
 """
 import json
@@ -78,6 +82,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
+# The guard's rescan measured again with this many more (idle) processes.
+RESCAN_EXTRA_PROCS = 500
 READY_TIMEOUT_S = 30
 STOP_TIMEOUT_S = 60
 WORKLOAD_TIMEOUT_S = 300
@@ -185,6 +191,21 @@ def descendants(pid):
             out += kids
             todo += kids
     return out
+
+
+def count_maps():
+    """Processes on the host, and the lines of all their /proc/PID/maps."""
+    procs = lines = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/maps") as f:
+                lines += sum(1 for _ in f)
+            procs += 1
+        except OSError:
+            pass
+    return procs, lines
 
 
 def proc_cpu_s(pid):
@@ -298,8 +319,11 @@ def foreign_tracing_progs(mine=()):
 class Tracer:
     """One configuration's tracer: started, waited for, measured, stopped."""
 
-    def __init__(self, suite, cfg, extra=()):
+    def __init__(self, suite, cfg, extra=(), deployed=False):
         self.s, self.cfg, self.extra = suite, cfg, list(extra)
+        # As an always-on guard runs: finding libcuda itself, and looking
+        # again every 2 s for files it has not probed.
+        self.deployed = deployed
         self.lines, self.proc, self.ready_at = [], None, None
         self.ready = threading.Event()
         self.reader = None
@@ -312,8 +336,9 @@ class Tracer:
         if self.cfg == "empty":
             return [s.empty_tp], r"^attached$"
         if self.cfg == "guard":
+            named = [] if self.deployed else ["--libcuda", lib]
             return ([s.umtrace, "guard", "--floor", "1%", "--no-pin", "--state-file",
-                     os.path.join(s.tmp, "guard.state"), "--libcuda", lib] + self.extra,
+                     os.path.join(s.tmp, "guard.state")] + named + self.extra,
                     r"^umtrace: guard: armed: ")
         if self.cfg == "trace":
             return [s.umtrace, "trace", "--json", "--libcuda", lib] + self.extra, \
@@ -355,9 +380,12 @@ class Tracer:
             out, err = subprocess.DEVNULL, subprocess.PIPE
         else:
             out, err = subprocess.PIPE, subprocess.STDOUT
+        env = None
+        if self.deployed:
+            env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(self.s.libcuda))
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                     stderr=err, cwd=self.s.tmp)
+                                     stderr=err, cwd=self.s.tmp, env=env)
         pipe = self.proc.stderr if self.cfg == "trace" else self.proc.stdout
         self.reader = threading.Thread(target=self._read, daemon=True,
                                        args=(pipe, re.compile(ready) if ready else None))
@@ -711,18 +739,44 @@ class Suite:
                 lost = f", {r['drops']} lost" if r.get("drops") else ""
                 note(f"{key} run {i}/{self.runs} {cfg}: {r['wall_s']:.3f} s{extra}{lost}")
 
-    def guard_idle(self):
-        t = Tracer(self, "guard")
+    def idle_cpu_s(self, extra=()):
+        """CPU seconds of a deployed guard left alone idle_s, and its memory."""
+        t = Tracer(self, "guard", extra, deployed=True)
         t.start()
-        self.attach.setdefault("guard", []).append(t.attach_ms)
         cpu0 = proc_cpu_s(t.proc.pid)
         time.sleep(self.idle_s)
         cpu1 = proc_cpu_s(t.proc.pid)
         mem = proc_mem_kib(t.proc.pid)
         t.stop()
-        idle = {"seconds": self.idle_s, "cpu_s": round(cpu1 - cpu0, 4),
-                "cpu_pct": round((cpu1 - cpu0) / self.idle_s * 100, 4),
-                "attach_ms": round(t.attach_ms, 1), **{k: v for k, v in mem.items()}}
+        return cpu1 - cpu0, mem, t.attach_ms
+
+    def rescan_cost(self, base_cpu):
+        """What looking for new libcuda files costs: the same guard with
+        --rescan 0, and with RESCAN_EXTRA_PROCS more (idle) processes."""
+        off, _, _ = self.idle_cpu_s(["--rescan", "0"])
+        extra = [subprocess.Popen(["sleep", str(self.idle_s + 60)])
+                 for _ in range(RESCAN_EXTRA_PROCS)]
+        try:
+            crowd, _, _ = self.idle_cpu_s()
+            procs, maps = count_maps()
+        finally:
+            for p in extra:
+                p.kill()
+                p.wait()
+        pct = lambda c: round(c / self.idle_s * 100, 4)
+        return {"rescan_off_cpu_pct": pct(off), "rescan_on_cpu_pct": pct(base_cpu),
+                "crowd_processes": procs, "crowd_maps_lines": maps,
+                "crowd_cpu_pct": pct(crowd)}
+
+    def guard_idle(self):
+        procs, maps = count_maps()
+        cpu, mem, attach_ms = self.idle_cpu_s()
+        self.attach.setdefault("guard", []).append(attach_ms)
+        idle = {"seconds": self.idle_s, "cpu_s": round(cpu, 4),
+                "cpu_pct": round(cpu / self.idle_s * 100, 4), "processes": procs,
+                "maps_lines": maps,
+                "attach_ms": round(attach_ms, 1), **{k: v for k, v in mem.items()}}
+        idle["rescan"] = self.rescan_cost(cpu)
         # What of that RSS is the ring buffer: the same guard with a small one.
         small = Tracer(self, "guard", ["--ringbuf-size", "256K"])
         small.start()
@@ -770,7 +824,7 @@ class Suite:
                     self.block("calls", [c for c in self.configs
                                          if c in GPU_CONFIGS and c != "none"], True)
                 self.set_stats(False)
-            self.idle = self.guard_idle() if "guard" in self.configs else None
+            self.idle = self.guard_idle() if "guard" in self.configs and self.idle_s else None
             self.idle_after = cpu_idle_fraction(2)
             self.foreign_after = foreign_tracing_progs()
         finally:
@@ -989,6 +1043,12 @@ class Report:
             p(f"\nGuard idle {i['seconds']} s: CPU {i['cpu_s']:.3f} s ({i['cpu_pct']:.3f}% of a "
               f"core); MiB: VmRSS {mib(i.get('VmRSS'))} = RssAnon {mib(i.get('RssAnon'))} + "
               f"RssFile {mib(i.get('RssFile'))}, VmHWM {mib(i.get('VmHWM'))}")
+            r = i["rescan"]
+            p(f"  As deployed: libcuda found by the guard itself, rescan every 2 s, "
+              f"{i['processes']} processes ({i['maps_lines']} maps lines). The rescan: "
+              f"{r['rescan_on_cpu_pct']:.3f}% with it, {r['rescan_off_cpu_pct']:.3f}% with "
+              f"--rescan 0; {r['crowd_cpu_pct']:.3f}% with {r['crowd_processes']} processes "
+              f"({r['crowd_maps_lines']} maps lines)")
             p(f"  (RssFile holds the ring buffer, mapped twice: the 8 MiB default counts 16. "
               f"With --ringbuf-size 256K: VmRSS {mib(small['VmRSS'])}, "
               f"VmHWM {mib(small['VmHWM'])}: the peak is reached while loading)")

@@ -532,6 +532,49 @@ def test_libcuda_unmapped_and_mapped_again(env):
     assert res.totals["unfreed"] == 0 and res.totals["unmatched_frees"] == 0, res.totals
 
 
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def test_rescan_finds_a_library_a_running_process_loads(env):
+    """A process already running when tracing starts (as a PyTorch job
+    that loads libcuda at its first CUDA call) dlopen()s libcuda later: the
+    rescan finds it and its calls are seen. The rescan looks only at
+    processes whose executable mappings changed (a task iterator in the
+    kernel), not every process's maps: the tracer holds that iterator's link."""
+    dlcycle = os.path.join(env.tests, "dlcycle")
+    if not os.path.exists(dlcycle):
+        raise Skip(f"{dlcycle} not built")
+    truth = env.tmpfile("late.json")
+    penv = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    job = env.popen([dlcycle, "-l", env.fake, "-c", "1", "-n", "3", "-s", "1M", "-d", "1500",
+                     "-D", "1500", "-o", truth], env=penv)
+    time.sleep(0.3)
+    tr = env.popen([env.umtrace, "trace", "--json", "--rescan", "200ms"], env=penv)
+    iters = 0
+    deadline = time.monotonic() + 10
+    while not iters and time.monotonic() < deadline:
+        time.sleep(0.1)
+        iters = sum("link_type:\titer" in _read(f"/proc/{tr.pid}/fdinfo/{fd}")
+                    for fd in os.listdir(f"/proc/{tr.pid}/fdinfo"))
+    assert iters == 1, "the rescan has no task iterator link"
+    job.wait(timeout=60)
+    time.sleep(0.3)
+    tr.send_signal(signal.SIGINT)
+    out, err = tr.communicate(timeout=60)
+    res = TraceResult(tr.returncode, out, err)
+    assert res.rc == 0, res
+    assert f"probing 26 entry points in /proc/{job.pid}/root" in err, err[-1500:]
+    with open(truth) as f:
+        t = json.load(f)
+    mine = [c for c in res.calls if c["pid"] == job.pid]
+    assert seen_calls(mine) == t["calls"], (seen_calls(mine), t["calls"])
+
+
 def test_two_containers_two_libcudas(env):
     """Two "containers" (mount namespaces), each mapping its own copy of
     libcuda.so.1: one at the very path the host's fake has, one at a path

@@ -431,3 +431,26 @@ def test_guard_device_nodes_are_not_headroom(env):
         # Had the kernel counted the node's pages, it would have run
         # 512 MiB below the samples.
         assert drift_max(err) <= 64 * MIB, err[-600:]
+
+
+def test_guard_rescans_by_default(env):
+    """A guard started before any job has mapped libcuda finds the library
+    when a job maps it (every 2 s by default: a daemon outlives the jobs it
+    starts with); --rescan 0 turns that off."""
+    penv = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    for extra, want in (([], True), (["--rescan", "0"], False)):
+        g = env.popen([env.umtrace, "guard", "--dry-run", "--no-pin", "--platform", "unified",
+                       "--state-file", env.tmpfile("rescan.state"), "--floor", "64M",
+                       *extra], env=penv)
+        while "guard: armed" not in (line := g.stderr.readline()):
+            assert line, "guard did not arm"
+        job = env.popen([env.alloc_mix, "-n", "1", "-s", "1M", "-a", "alloc", "-w", "4000",
+                         "-o", "/dev/null"], env=penv)
+        time.sleep(3.5)
+        g.send_signal(signal.SIGINT)
+        _, err = g.communicate(timeout=30)
+        job.kill()
+        job.wait()
+        assert g.returncode == 0, err[-800:]
+        probed = re.search(r"probing \d+ entry points in /proc/%d/root" % job.pid, err)
+        assert bool(probed) == want, (extra, err[-1200:])

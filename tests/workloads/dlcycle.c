@@ -7,11 +7,13 @@
  * must see every call of every cycle. Not linked with libcuda on purpose.
  *
  * usage: dlcycle -l LIBCUDA [-c CYCLES] [-n ITERS] [-s SIZE] [-d DELAY_MS]
- *                -o FILE
+ *                [-D LOADED_MS] -o FILE
  *
  * Each cycle makes ITERS cuMemAlloc_v2/cuMemFree_v2 and ITERS
  * cuMemHostAlloc/cuMemFreeHost pairs of SIZE bytes. -d sleeps before the
- * first cycle and between cycles, with the library unmapped. FILE gets
+ * first cycle and between cycles, with the library unmapped; -D sleeps
+ * after each dlopen, before the calls (a job that loads libcuda, then
+ * works: a tracer may find the library only once it is mapped). FILE gets
  * one JSON object: the pid, per cycle where cuMemAlloc_v2 was and whether
  * the library was unmapped after it, and the calls made in all.
  */
@@ -117,6 +119,8 @@ static int dc_resolve(void *h, struct dc_api *a)
 	return a->init && a->alloc && a->free && a->host_alloc && a->free_host ? 0 : -1;
 }
 
+static unsigned long loaded_ms;
+
 static int dc_cycle(const char *lib, unsigned long iters, uint64_t size, struct dc_cycle *c)
 {
 	uint64_t lo = 0, hi = 0;
@@ -137,6 +141,7 @@ static int dc_cycle(const char *lib, unsigned long iters, uint64_t size, struct 
 	}
 	c->alloc_addr = (uint64_t)(uintptr_t)a.alloc;
 	dc_mapped(lib, &lo, &hi);
+	dc_sleep_ms(loaded_ms);
 	for (i = 0; i < iters; i++) {
 		calls_alloc++;
 		if (!a.alloc(&p, size)) {
@@ -161,7 +166,8 @@ static int dc_cycle(const char *lib, unsigned long iters, uint64_t size, struct 
 
 static void dc_usage(void)
 {
-	fprintf(stderr, "usage: dlcycle -l LIBCUDA [-c CYCLES] [-n ITERS] [-s SIZE] [-d DELAY_MS] -o FILE\n");
+	fprintf(stderr, "usage: dlcycle -l LIBCUDA [-c CYCLES] [-n ITERS] [-s SIZE] [-d DELAY_MS] "
+		"[-D LOADED_MS] -o FILE\n");
 	exit(2);
 }
 
@@ -188,7 +194,7 @@ int main(int argc, char **argv)
 	FILE *f;
 	int c;
 
-	while ((c = getopt(argc, argv, "l:c:n:s:d:o:")) != -1) {
+	while ((c = getopt(argc, argv, "l:c:n:s:d:D:o:")) != -1) {
 		switch (c) {
 		case 'l':
 			lib = optarg;
@@ -204,6 +210,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			delay_ms = dc_number(optarg);
+			break;
+		case 'D':
+			loaded_ms = dc_number(optarg);
 			break;
 		case 'o':
 			out = optarg;

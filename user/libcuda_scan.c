@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "libcuda_scan.h"
+#include "libcuda_scan.skel.h"
+
+static bool same(const struct umt_proc_exec *a, const struct umt_proc_exec *b)
+{
+	return a->start_ns == b->start_ns && a->exec_vm == b->exec_vm;
+}
+
+void libcuda_scan__diff(const struct umt_proc_exec *last, size_t n_last,
+			const struct umt_proc_exec *now, size_t n_now,
+			void (*fn)(const struct umt_proc_exec *p, void *ctx), void *ctx)
+{
+	size_t i = 0, j;
+
+	for (j = 0; j < n_now; j++) {
+		while (i < n_last && last[i].tgid < now[j].tgid)
+			i++;	/* gone */
+		if (i < n_last && last[i].tgid == now[j].tgid && same(&last[i], &now[j]))
+			continue;
+		fn(&now[j], ctx);
+	}
+}
+
+/* The whole listing: a few dozen bytes a process. */
+static int read_all(int fd, struct umt_proc_exec **v, size_t *n, size_t *cap)
+{
+	size_t len = 0, bytes = *cap * sizeof(**v);
+	ssize_t r;
+	void *nv;
+
+	for (;;) {
+		if (bytes - len < 4096) {
+			bytes = bytes ? bytes * 2 : 1 << 16;
+			nv = realloc(*v, bytes);
+			if (!nv)
+				return -ENOMEM;
+			*v = nv;
+		}
+		r = read(fd, (char *)*v + len, bytes - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (!r)
+			break;
+		len += (size_t)r;
+	}
+	*cap = bytes / sizeof(**v);
+	*n = len / sizeof(**v);
+	return 0;
+}
+
+struct scan_ctx {
+	struct libcuda_scan *sc;
+	struct libcuda_set *set;
+	int added;
+};
+
+static void look(const struct umt_proc_exec *p, void *ctx)
+{
+	struct scan_ctx *c = ctx;
+	int n = libcuda_set__scan_pid(c->set, (pid_t)p->tgid);
+
+	c->sc->maps_read++;
+	c->added += n > 0 ? n : 0;
+}
+
+/* Every process, as the iterator sees it now. */
+static int list(struct libcuda_scan *sc, struct umt_proc_exec **v, size_t *n, size_t *cap)
+{
+	int fd, err;
+
+	fd = bpf_iter_create(bpf_link__fd(sc->link));
+	if (fd < 0)
+		return -errno;
+	err = read_all(fd, v, n, cap);
+	close(fd);
+	return err;
+}
+
+int libcuda_scan__open(struct libcuda_scan *sc)
+{
+	int err;
+
+	memset(sc, 0, sizeof(*sc));
+	sc->skel = libcuda_scan_bpf__open_and_load();
+	if (!sc->skel)
+		return errno ? -errno : -EINVAL;
+	sc->link = bpf_program__attach_iter(sc->skel->progs.list_exec_vm, NULL);
+	err = sc->link ? list(sc, &sc->last, &sc->n_last, &sc->cap_last) :
+			 (errno ? -errno : -EINVAL);
+	if (err)
+		libcuda_scan__close(sc);
+	return err;
+}
+
+int libcuda_scan__run(struct libcuda_scan *sc, struct libcuda_set *set)
+{
+	struct scan_ctx c = { .sc = sc, .set = set };
+	struct umt_proc_exec *now = NULL;
+	size_t n = 0, cap = 0;
+	int err;
+
+	err = list(sc, &now, &n, &cap);
+	if (err) {
+		free(now);
+		return err;
+	}
+	libcuda_scan__diff(sc->last, sc->n_last, now, n, look, &c);
+	free(sc->last);
+	sc->last = now;
+	sc->n_last = n;
+	sc->cap_last = cap;
+	return c.added;
+}
+
+void libcuda_scan__close(struct libcuda_scan *sc)
+{
+	bpf_link__destroy(sc->link);
+	libcuda_scan_bpf__destroy(sc->skel);
+	free(sc->last);
+	memset(sc, 0, sizeof(*sc));
+}
