@@ -66,6 +66,17 @@ static __always_inline void kthread_took(struct task_struct *task, __u64 pages)
 		*pending += pages;
 }
 
+/* A page the current task took: counted here if it is a kernel thread. */
+static __always_inline bool kthread_page(__u64 pages)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+
+	if (!is_kthread(task))
+		return false;
+	kthread_took(task, pages);
+	return true;
+}
+
 /* The process an mm belongs to (CONFIG_MEMCG keeps mm->owner), or 0. */
 static __always_inline __u32 mm_tgid(struct mm_struct *mm)
 {

@@ -657,7 +657,6 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
 	bool busy = READ_ONCE(open_windows) || READ_ONCE(faults_pending);
 	__u64 pages = 1ULL << order, unreserved = pages;
-	struct task_struct *task;
 	struct window *w = NULL;
 	bool device;
 
@@ -669,9 +668,8 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 	device = on_device_node(page);
 	if (!umt_gfp_from_task(gfp))
 		goto guard;
-	task = bpf_get_current_task_btf();
 	if (busy)
-		w = bpf_task_storage_get(&windows, task, 0, 0);
+		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (w && w->depth) {
 		if (device) {
 			w->device_pages += pages;
@@ -683,8 +681,8 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 		/* nothing: no host page */
 	} else if (w && w->fault_base && (gfp & UMT_GFP_MOVABLE)) {
 		charge_fault(w, order);
-	} else if (count_kthreads && is_kthread(task)) {
-		kthread_took(task, pages);
+	} else if (count_kthreads && kthread_page(pages)) {
+		/* counted under the kernel thread */
 	} else if (count_outside) {
 		count_outside_call(pages, false);
 	}

@@ -557,7 +557,7 @@ class Suite:
         self.stats = env_int("BENCH_STATS", 1, lo=0) != 0
         self.stats_rounds = env_int("BENCH_STATS_ROUNDS", 1)
         self.stats_calls = env_int("BENCH_STATS_CALLS", 200000, lo=4)
-        self.idle_s = env_int("BENCH_IDLE_S", 30)
+        self.idle_s = env_int("BENCH_IDLE_S", 30, lo=0)
         self.workloads = env_list("BENCH_WORKLOADS", ["storm", "stress", "calls", "mixed"])
         self.configs = env_list("BENCH_CONFIGS", CONFIGS)
         self.skipped = {}

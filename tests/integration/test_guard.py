@@ -411,9 +411,14 @@ def test_guard_device_nodes_are_not_headroom(env):
     same job moves the figure by its 512 MiB."""
     for nodes in ("0", "none"):
         g = Guard(env, 64 * MIB, extra=["--dry-run", "--device-nodes", nodes])
-        time.sleep(1.2)
-        st = json.loads(g.umtrace("status", "--json").stdout)
-        want = meminfo() - (node_share() if nodes == "0" else 0)
+        # The state is written once a second: a host still settling
+        # (page cache freed) may move in between, so look a few times.
+        for _ in range(6):
+            time.sleep(1.2)
+            st = json.loads(g.umtrace("status", "--json").stdout)
+            want = meminfo() - (node_share() if nodes == "0" else 0)
+            if abs(st["metric_value"] - want) <= 64 * MIB:
+                break
         assert abs(st["metric_value"] - want) <= 64 * MIB, (nodes, st, want)
         hog = env.popen([env.alloc_mix, "-n", "8", "-s", "64M", "-a", "alloc", "-k",
                          "-w", "3000", "-o", "/dev/null"])
