@@ -63,7 +63,7 @@ TEST_CFLAGS := -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
 
 .DELETE_ON_ERROR:
 # The BPF objects stay beside their skeletons (bpftool reads them; so may you).
-.SECONDARY: $(OUT)/umtrace.bpf.o $(OUT)/libcuda_scan.bpf.o
+.SECONDARY: $(OUT)/umtrace.bpf.o $(OUT)/libcuda_scan.bpf.o $(SKEL)
 .PHONY: all static test unit demo bench clean vmlinux
 
 ifeq ($(STATIC),1)

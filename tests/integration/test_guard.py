@@ -430,7 +430,9 @@ def test_guard_device_nodes_are_not_headroom(env):
         print(f"    --device-nodes {nodes}: figure moved {moved / MIB:.0f} MiB, "
               f"kernel drift max {drift_max(err) / MIB:.0f} MiB")
         if nodes == "none":
-            assert 448 * MIB <= moved <= 640 * MIB, (moved / MIB, st, st2)
+            # MemAvailable itself: other memory the host frees meanwhile
+            # (a fresh CI machine settling) moves it too.
+            assert 384 * MIB <= moved <= 640 * MIB, (moved / MIB, st, st2)
             continue
         assert abs(moved) <= 64 * MIB, (moved / MIB, st, st2)
         # Had the kernel counted the node's pages, it would have run
