@@ -406,9 +406,9 @@ def test_guard_device_nodes_are_not_headroom(env):
     """With --device-nodes the guard's figure is host RAM only (GH200's HBM
     node is in MemAvailable): the sample leaves the node's share out, and
     the kernel side does not count pages taken there, so the two agree
-    while a job allocates 512 MiB on that node. This VM has one node:
+    while a job allocates 1 GiB on that node. This VM has one node:
     naming it makes every page a device-node page. Without the option the
-    same job moves the figure by its 512 MiB."""
+    same job moves the figure."""
     for nodes in ("0", "none"):
         g = Guard(env, 64 * MIB, extra=["--dry-run", "--device-nodes", nodes])
         # The state is written once a second: a host still settling
@@ -420,7 +420,7 @@ def test_guard_device_nodes_are_not_headroom(env):
             if abs(st["metric_value"] - want) <= 64 * MIB:
                 break
         assert abs(st["metric_value"] - want) <= 64 * MIB, (nodes, st, want)
-        hog = env.popen([env.alloc_mix, "-n", "8", "-s", "64M", "-a", "alloc", "-k",
+        hog = env.popen([env.alloc_mix, "-n", "16", "-s", "64M", "-a", "alloc", "-k",
                          "-w", "3000", "-o", "/dev/null"])
         time.sleep(2.5)
         st2 = json.loads(g.umtrace("status", "--json").stdout)
@@ -430,13 +430,14 @@ def test_guard_device_nodes_are_not_headroom(env):
         print(f"    --device-nodes {nodes}: figure moved {moved / MIB:.0f} MiB, "
               f"kernel drift max {drift_max(err) / MIB:.0f} MiB")
         if nodes == "none":
-            # MemAvailable itself: other memory the host frees meanwhile
-            # (a fresh CI machine settling) moves it too.
-            assert 384 * MIB <= moved <= 640 * MIB, (moved / MIB, st, st2)
+            # Less than the job's 1 GiB: pages already on the per-CPU free
+            # lists (up to 500 MiB here after earlier tests) were never in
+            # MemAvailable, and the job may take those first.
+            assert 384 * MIB <= moved <= 1100 * MIB, (moved / MIB, st, st2)
             continue
         assert abs(moved) <= 64 * MIB, (moved / MIB, st, st2)
         # Had the kernel counted the node's pages, it would have run
-        # 512 MiB below the samples.
+        # up to 1 GiB below the samples.
         assert drift_max(err) <= 64 * MIB, err[-600:]
 
 
