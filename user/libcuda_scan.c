@@ -28,10 +28,10 @@ void libcuda_scan__diff(const struct umt_proc_exec *last, size_t n_last,
 	}
 }
 
-/* The whole listing: a few dozen bytes a process. */
-static int read_all(int fd, struct umt_proc_exec **v, size_t *n, size_t *cap)
+/* The whole listing: 24 bytes a process. */
+static int read_all(int fd, struct umt_proc_exec **v, size_t *n)
 {
-	size_t len = 0, bytes = *cap * sizeof(**v);
+	size_t len = 0, bytes = 0;
 	ssize_t r;
 	void *nv;
 
@@ -52,13 +52,11 @@ static int read_all(int fd, struct umt_proc_exec **v, size_t *n, size_t *cap)
 			break;
 		len += (size_t)r;
 	}
-	*cap = bytes / sizeof(**v);
 	*n = len / sizeof(**v);
 	return 0;
 }
 
 struct scan_ctx {
-	struct libcuda_scan *sc;
 	struct libcuda_set *set;
 	int added;
 };
@@ -68,19 +66,18 @@ static void look(const struct umt_proc_exec *p, void *ctx)
 	struct scan_ctx *c = ctx;
 	int n = libcuda_set__scan_pid(c->set, (pid_t)p->tgid);
 
-	c->sc->maps_read++;
 	c->added += n > 0 ? n : 0;
 }
 
-/* Every process, as the iterator sees it now. */
-static int list(struct libcuda_scan *sc, struct umt_proc_exec **v, size_t *n, size_t *cap)
+/* Every process, as the iterator sees it now; *v is the caller's to free. */
+static int list(struct libcuda_scan *sc, struct umt_proc_exec **v, size_t *n)
 {
 	int fd, err;
 
 	fd = bpf_iter_create(bpf_link__fd(sc->link));
 	if (fd < 0)
 		return -errno;
-	err = read_all(fd, v, n, cap);
+	err = read_all(fd, v, n);
 	close(fd);
 	return err;
 }
@@ -94,7 +91,7 @@ int libcuda_scan__open(struct libcuda_scan *sc)
 	if (!sc->skel)
 		return errno ? -errno : -EINVAL;
 	sc->link = bpf_program__attach_iter(sc->skel->progs.list_exec_vm, NULL);
-	err = sc->link ? list(sc, &sc->last, &sc->n_last, &sc->cap_last) :
+	err = sc->link ? list(sc, &sc->last, &sc->n_last) :
 			 (errno ? -errno : -EINVAL);
 	if (err)
 		libcuda_scan__close(sc);
@@ -103,12 +100,12 @@ int libcuda_scan__open(struct libcuda_scan *sc)
 
 int libcuda_scan__run(struct libcuda_scan *sc, struct libcuda_set *set)
 {
-	struct scan_ctx c = { .sc = sc, .set = set };
+	struct scan_ctx c = { .set = set };
 	struct umt_proc_exec *now = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0;
 	int err;
 
-	err = list(sc, &now, &n, &cap);
+	err = list(sc, &now, &n);
 	if (err) {
 		free(now);
 		return err;
@@ -117,7 +114,6 @@ int libcuda_scan__run(struct libcuda_scan *sc, struct libcuda_set *set)
 	free(sc->last);
 	sc->last = now;
 	sc->n_last = n;
-	sc->cap_last = cap;
 	return c.added;
 }
 

@@ -25,8 +25,7 @@ struct libcuda_scan {
 	struct bpf_link *link;
 	/* The last look, in the iterator's order (ascending tgid). */
 	struct umt_proc_exec *last;
-	size_t n_last, cap_last;
-	uint64_t maps_read;	/* processes whose maps were read, in all */
+	size_t n_last;
 };
 
 /* 0, or -errno when the kernel cannot run the iterator. */
