@@ -65,7 +65,7 @@ int meminfo__read(struct meminfo *m)
 
 static bool node_has(const struct numa_nodes *nodes, unsigned int n)
 {
-	return nodes && n < UMT_MAX_NODES && (nodes->device[n / 64] & (1ULL << (n % 64)));
+	return nodes && numa__has(nodes->device, n);
 }
 
 static uint64_t less(uint64_t a, uint64_t b)

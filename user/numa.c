@@ -148,7 +148,7 @@ static void auto_nodes(uint64_t *bits)
 	if (numa__parse_list(line, bits, path, sizeof(path)))
 		return;
 	for (n = 0; n < UMT_MAX_NODES; n++) {
-		if (!(bits[n / 64] & (1ULL << (n % 64))))
+		if (!numa__has(bits, (unsigned int)n))
 			continue;
 		snprintf(path, sizeof(path), NODE_DIR "/node%lu/cpulist", n);
 		p = read_line(path, line, sizeof(line)) ? line : "";
@@ -163,7 +163,7 @@ int numa__check_online(const uint64_t *bits, char *why, size_t len)
 	unsigned int n;
 
 	for (n = 0; n < UMT_MAX_NODES; n++) {
-		if (!(bits[n / 64] & (1ULL << (n % 64))))
+		if (!numa__has(bits, n))
 			continue;
 		snprintf(path, sizeof(path), NODE_DIR "/node%u/meminfo", n);
 		if (access(path, R_OK)) {
@@ -207,7 +207,7 @@ int numa__device_nodes(const char *spec, struct numa_nodes *out, char *why, size
 	return 0;
 }
 
-static bool has(const uint64_t *bits, unsigned int n)
+bool numa__has(const uint64_t *bits, unsigned int n)
 {
 	return n < UMT_MAX_NODES && (bits[n / 64] & (1ULL << (n % 64)));
 }
@@ -219,11 +219,11 @@ const char *numa__format(const struct numa_nodes *nodes, char *buf, size_t len)
 
 	buf[0] = '\0';
 	for (a = 0; a < UMT_MAX_NODES && off < len; a = b + 1) {
-		if (!has(nodes->device, a)) {
+		if (!numa__has(nodes->device, a)) {
 			b = a;
 			continue;
 		}
-		for (b = a; has(nodes->device, b + 1); b++)
+		for (b = a; numa__has(nodes->device, b + 1); b++)
 			;
 		off += (size_t)snprintf(buf + off, len - off, "%s%u", off ? "," : "", a);
 		if (b > a && off < len)

@@ -27,6 +27,8 @@ struct numa_nodes {
  * why.
  */
 int numa__parse_list(const char *s, uint64_t *bits, char *why, size_t len);
+/* Is node n set in bits? */
+bool numa__has(const uint64_t *bits, unsigned int n);
 /* 0, or -ENOENT with the reason if this host lacks a node of bits. */
 int numa__check_online(const uint64_t *bits, char *why, size_t len);
 /*
