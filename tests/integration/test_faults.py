@@ -307,8 +307,10 @@ def test_fork_child_makes_calls(env):
         if c["api"] in ("cuMemAlloc_v2", "cuMemHostAlloc"):
             assert within(c["host_bytes"], 2 * MIB, 2), c
         if c["pid"] == child["pid"] and c["event"] == "free":
-            # The unmap may free a few page-table and slab pages with it.
-            assert 0.98 * 2 * MIB <= c["host_freed_bytes"] <= 2 * MIB + 128 * 1024, c
+            # The unmap may free a few page-table and slab pages with it,
+            # and leave a few to the other CPU's LRU batch, which still
+            # holds them (90 KiB once in CI): 128 KiB either way.
+            assert 2 * MIB - 128 * 1024 <= c["host_freed_bytes"] <= 2 * MIB + 128 * 1024, c
     exits = sorted(o["pid"] for o in res.other if o.get("event") == "exit")
     assert exits == sorted([parent["pid"], child["pid"]]), exits
     check_consistent(res)
