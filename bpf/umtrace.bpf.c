@@ -47,6 +47,14 @@ const volatile __u64 wakeup_bytes = 0;
  */
 const volatile bool count_outside = false;
 /*
+ * Leave out the pages freed while a softirq runs (softirq_entry/exit
+ * keep a per-CPU mark): they belong to whatever it serves, an RCU callback
+ * freeing another process's page tables or a network buffer, never to the
+ * task it interrupted. Two more programs on every softirq of the host, so
+ * the guard, which decides on allocations alone, goes without.
+ */
+const volatile bool skip_softirq_frees = false;
+/*
  * Index managed ranges and charge CPU faults to them (--managed-faults).
  * Off, the code that needs bpf_loop (5.17) is dead and never verified, so
  * older kernels load the rest.
@@ -110,6 +118,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);	/* user space may resize */
 } events SEC(".maps");
+
+/* 1 while this CPU serves a softirq (skip_softirq_frees). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} in_softirq SEC(".maps");
 
 /* Processes in scope when filter_pids is set (tgid -> 1). */
 struct {
@@ -594,6 +610,16 @@ int BPF_KRETPROBE(gpu_call_return)
 	return 0;
 }
 
+static __always_inline bool serving_softirq(void)
+{
+	__u32 zero = 0, *mark;
+
+	if (!skip_softirq_frees)
+		return false;
+	mark = bpf_map_lookup_elem(&in_softirq, &zero);
+	return mark && *mark;
+}
+
 /* The window of the current thread, if a GPU call is in flight on it. */
 static __always_inline struct window *current_window(void)
 {
@@ -740,10 +766,37 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 		return 0;
 	guard_page_free(1ULL << order);
 	w = current_window();
+	if (!w && !count_outside)
+		return 0;
+	if (serving_softirq())
+		return 0;
 	if (w)
 		w->pages_freed += 1ULL << order;
-	else if (count_outside)
+	else
 		count_outside_call(1ULL << order, true);
+	return 0;
+}
+
+static __always_inline void mark_softirq(__u32 on)
+{
+	__u32 zero = 0, *mark = bpf_map_lookup_elem(&in_softirq, &zero);
+
+	if (mark)
+		*mark = on;
+}
+
+/* Softirqs do not nest on a CPU: a flag, not a depth. */
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(softirq_entry, unsigned int vec)
+{
+	mark_softirq(1);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(softirq_exit, unsigned int vec)
+{
+	mark_softirq(0);
 	return 0;
 }
 
@@ -957,8 +1010,11 @@ int BPF_PROG(proc_page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(proc_page_free, struct page *page, unsigned int order)
 {
-	struct proc_pages *pp = proc_pages_of_current();
+	struct proc_pages *pp;
 
+	if (serving_softirq())
+		return 0;
+	pp = proc_pages_of_current();
 	if (pp)
 		__sync_fetch_and_add(&pp->freed, 1ULL << order);
 	return 0;

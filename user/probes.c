@@ -151,6 +151,9 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
 	skel->rodata->count_outside = cfg->count_outside;
 	skel->rodata->count_kthreads = cfg->count_kthreads;
+	skel->rodata->skip_softirq_frees = cfg->skip_softirq_frees;
+	bpf_program__set_autoload(skel->progs.softirq_entry, cfg->skip_softirq_frees);
+	bpf_program__set_autoload(skel->progs.softirq_exit, cfg->skip_softirq_frees);
 	if (cfg->nodes && cfg->nodes->n_device) {
 		skel->rodata->any_device_node = true;
 		skel->rodata->node_flags_shift = cfg->nodes->flags_shift;

@@ -36,6 +36,7 @@ struct probe_cfg {
 	bool count_outside;	/* host pages GPU processes take outside calls */
 	bool count_kthreads;	/* host pages kernel threads take (kthreads.c) */
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
+	bool skip_softirq_frees;	/* softirqs' frees are no task's (not for the guard) */
 	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 };

@@ -250,6 +250,7 @@ static int load_and_attach(struct session *s)
 		.count_outside = s->count_outside,
 		.count_kthreads = s->count_kthreads,
 		.managed_faults = s->ao->managed_faults,
+		.skip_softirq_frees = !s->guard,
 		.nodes = &s->nodes,
 		.guard = s->guard,
 	};

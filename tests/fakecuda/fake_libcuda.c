@@ -56,6 +56,10 @@
  *   FAKECUDA_DELAY_MS=N    sleep N ms inside every page-taking call, after
  *                          its pages are in (fakecuda_set_thread_delay_ms()
  *                          overrides it per thread)
+ *   FAKECUDA_SPIN_MS=N     spin N ms on the CPU inside every page-taking
+ *                          call instead (a driver polling the GPU): unlike a
+ *                          sleeping caller, a spinning one is what the
+ *                          CPU's interrupts and softirqs land on
  *   FAKECUDA_FAIL_EVERY=N  every Nth page-taking call fails with
  *                          CUDA_ERROR_OUT_OF_MEMORY before taking pages
  *   FAKECUDA_TABLE_SLOTS=N initial size of the pointer table (power of 2)
@@ -203,6 +207,7 @@ static bool fc_config_bad;
 static size_t fc_page = 4096;
 static size_t fc_initial_slots = 1u << 16;
 static unsigned int fc_delay_ms;
+static unsigned int fc_spin_ms;
 static unsigned long long fc_fail_every;
 static bool fc_thp;
 static unsigned long long fc_take_seq;
@@ -500,13 +505,35 @@ static bool fc_should_fail(void)
 	return n % fc_fail_every == 0;
 }
 
-/* FAKECUDA_DELAY_MS: runs after the pages are in, still inside the call. */
+static void fc_spin(unsigned int ms)
+{
+	struct timespec now, end;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec < end.tv_sec ||
+		 (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
+}
+
+/*
+ * FAKECUDA_DELAY_MS, FAKECUDA_SPIN_MS: run after the pages are in, still
+ * inside the call.
+ */
 static void fc_delay(void)
 {
 	unsigned int ms = fc_thread_delay_ms ? fc_thread_delay_ms : fc_delay_ms;
 	struct timespec ts;
 	int saved = errno;
 
+	if (fc_spin_ms)
+		fc_spin(fc_spin_ms);
 	if (!ms)
 		return;
 	ts.tv_sec = ms / 1000;
@@ -1756,6 +1783,7 @@ __attribute__((constructor)) static void fc_setup(void)
 		fc_page = (size_t)page;
 	fc_read_model_knobs();
 	fc_delay_ms = (unsigned int)fc_env_ull("FAKECUDA_DELAY_MS", 0);
+	fc_spin_ms = (unsigned int)fc_env_ull("FAKECUDA_SPIN_MS", 0);
 	fc_fail_every = fc_env_ull("FAKECUDA_FAIL_EVERY", 0);
 	fc_thp = fc_env_ull("FAKECUDA_THP", 0) != 0;
 	slots = fc_env_ull("FAKECUDA_TABLE_SLOTS", fc_initial_slots);

@@ -215,12 +215,16 @@ def test_exec_inside_a_call(env):
 
 def test_exec_inside_a_call_charges_only_the_call(env):
     """The call ended by exec is charged what it took before the exec, not
-    what execve itself allocates (the new image) or frees (the old one's
-    whole address space)."""
+    what execve frees (the old image's whole address space) nor the new
+    image past its first pages."""
     res, pre, _ = run_exec(env, "lcexec1", 1)
     c = [c for c in res.calls if c["end"] == "execed"]
     assert len(c) == 1, res.calls
-    assert within(c[0]["host_bytes"], 2 * MIB, 2), c[0]
+    # On top of the 2 MiB: the page tables under it, the uprobe's
+    # single-step page, and what execve builds for the new image before
+    # sched_prepare_exec, its first tracepoint (page directory, argument
+    # page and its tables): 7 to 11 pages here.
+    assert 2 * MIB <= c[0]["host_bytes"] <= 2 * MIB + 128 * 1024, c[0]
     assert c[0]["host_freed_bytes"] < 256 * 1024, \
         f"{c[0]['host_freed_bytes']} bytes freed charged to a cuMemAlloc_v2 (the old image " \
         f"held {pre['kept']} x 2M): {c[0]}"
