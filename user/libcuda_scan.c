@@ -6,6 +6,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "libcuda_scan.h"
+#include "procfs.h"
 #include "libcuda_scan.skel.h"
 
 static bool same(const struct umt_proc_exec *a, const struct umt_proc_exec *b)
@@ -28,34 +29,6 @@ void libcuda_scan__diff(const struct umt_proc_exec *last, size_t n_last,
 	}
 }
 
-/* The whole listing: 24 bytes a process. */
-static int read_all(int fd, struct umt_proc_exec **v, size_t *n)
-{
-	size_t len = 0, bytes = 0;
-	ssize_t r;
-	void *nv;
-
-	for (;;) {
-		if (bytes - len < 4096) {
-			bytes = bytes ? bytes * 2 : 1 << 16;
-			nv = realloc(*v, bytes);
-			if (!nv)
-				return -ENOMEM;
-			*v = nv;
-		}
-		r = read(fd, (char *)*v + len, bytes - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (!r)
-			break;
-		len += (size_t)r;
-	}
-	*n = len / sizeof(**v);
-	return 0;
-}
-
 struct scan_ctx {
 	struct libcuda_set *set;
 	int added;
@@ -72,14 +45,21 @@ static void look(const struct umt_proc_exec *p, void *ctx)
 /* Every process, as the iterator sees it now; *v is the caller's to free. */
 static int list(struct libcuda_scan *sc, struct umt_proc_exec **v, size_t *n)
 {
+	size_t len;
+	char *buf;
 	int fd, err;
 
 	fd = bpf_iter_create(bpf_link__fd(sc->link));
 	if (fd < 0)
 		return -errno;
-	err = read_all(fd, v, n);
+	buf = proc__read_fd(fd, &len);
+	err = buf ? 0 : -errno;
 	close(fd);
-	return err;
+	if (err)
+		return err;
+	*v = (struct umt_proc_exec *)buf;
+	*n = len / sizeof(**v);
+	return 0;
 }
 
 int libcuda_scan__open(struct libcuda_scan *sc)

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "meminfo.h"
 #include "numa.h"
+#include "procfs.h"
 
 /* "MemAvailable:   12345678 kB" */
 static int field_kb(const char *text, const char *name, uint64_t *bytes)
@@ -156,35 +157,15 @@ int meminfo__parse_pcp(const char *text, uint64_t page_size, const struct numa_n
 
 int meminfo__read_pcp(struct pcp_info *p, const struct numa_nodes *nodes)
 {
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap), *nb;
-	ssize_t n;
-	int fd, err;
+	size_t len;
+	char *buf;
+	int err;
 
-	if (!buf)
-		return -ENOMEM;
-	fd = open("/proc/zoneinfo", O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		free(buf);
-		return -errno;
-	}
 	/* Grows with the CPUs: a pageset per CPU per zone. */
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len > 1)
-			continue;
-		nb = realloc(buf, cap * 2);
-		if (!nb) {
-			n = -1;
-			errno = ENOMEM;
-			break;
-		}
-		buf = nb;
-		cap *= 2;
-	}
-	close(fd);
-	buf[len] = '\0';
-	err = n < 0 ? -errno : meminfo__parse_pcp(buf, (uint64_t)sysconf(_SC_PAGESIZE), nodes, p);
+	buf = proc__read_file("/proc/zoneinfo", &len);
+	if (!buf)
+		return -errno;
+	err = meminfo__parse_pcp(buf, (uint64_t)sysconf(_SC_PAGESIZE), nodes, p);
 	free(buf);
 	return err;
 }

@@ -1,8 +1,61 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "procfs.h"
+
+char *proc__read_fd(int fd, size_t *len)
+{
+	size_t cap = 64 * 1024, n = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t r;
+	int err;
+
+	if (!buf)
+		return NULL;
+	for (;;) {
+		if (cap - n < 4096) {
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				goto err;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto err;
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+err:
+	err = errno;
+	free(buf);
+	errno = err;
+	return NULL;
+}
+
+char *proc__read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = proc__read_fd(fd, len);
+	err = errno;
+	close(fd);
+	errno = err;
+	return buf;
+}
 
 int proc__cgroup(pid_t pid, char *buf, size_t len)
 {

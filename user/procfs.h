@@ -14,4 +14,13 @@ char proc__state(pid_t pid);
 /* Its name (its main thread's comm), without the newline; false if gone. */
 bool proc__comm(pid_t pid, char *buf, size_t len);
 
+/*
+ * All of fd to its end (a /proc file, a BPF iterator), NUL-terminated for
+ * text; *len excludes the NUL. Such files grow with the host (a line per
+ * mapping, a pageset per CPU) and give no size up front. NULL with errno
+ * set; the buffer is the caller's to free.
+ */
+char *proc__read_fd(int fd, size_t *len);
+char *proc__read_file(const char *path, size_t *len);
+
 #endif /* UMTRACE_PROCFS_H */

@@ -280,10 +280,16 @@ static int load_and_attach(struct session *s)
 	return err;
 }
 
+/* No library named: look for libcuda in processes every rescan_ms. */
+static bool rescans(const struct session *s)
+{
+	return !s->ao->n_libcuda && s->ao->rescan_ms;
+}
+
 /* Will the rescan attach perf-event uprobes later? */
 static bool rescan_needs_sys_admin(const struct session *s)
 {
-	return !s->ao->n_libcuda && s->ao->rescan_ms && !s->probes.multi;
+	return rescans(s) && !s->probes.multi;
 }
 
 /*
@@ -349,7 +355,7 @@ int session__start(struct session *s)
 	err = probes__check_env();
 	if (!err)
 		err = open_pids(s);
-	if (!err && !s->ao->n_libcuda && s->ao->rescan_ms)
+	if (!err && rescans(s))
 		open_scan(s);
 	if (!err)
 		err = find_libs(s);
@@ -436,7 +442,7 @@ int session__run(struct session *s)
 	uint64_t start = mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
 	int err;
 
-	next_scan = s->ao->rescan_ms ? start + s->ao->rescan_ms : UINT64_MAX;
+	next_scan = rescans(s) ? start + s->ao->rescan_ms : UINT64_MAX;
 	while (!exiting) {
 		err = ring_buffer__poll(s->rb, poll_timeout(s, next_tick));
 		/* Records sent without a wake-up are read here. */
@@ -453,7 +459,7 @@ int session__run(struct session *s)
 				s->ops->on_tick(s->ctx);
 			next_tick = now + s->tick_ms;
 		}
-		if (!s->ao->n_libcuda && now >= next_scan) {
+		if (now >= next_scan) {
 			rescan(s);
 			next_scan = now + s->ao->rescan_ms;
 		}

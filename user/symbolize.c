@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "procfs.h"
 #include "symbolize.h"
 
 /* libstdc++'s demangler (-lstdc++), declared here to keep this file C. */
@@ -472,52 +473,6 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
 
 /* ---- processes ---- */
 
-/* The whole of a /proc file, NUL-terminated; NULL with errno set. */
-static char *read_all(const char *path, size_t *len)
-{
-	size_t cap = 64 * 1024, n = 0;
-	char *buf = malloc(cap), *nb;
-	ssize_t r;
-	int fd, err;
-
-	if (!buf)
-		return NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		goto err_free;
-	for (;;) {
-		if (cap - n < 4096) {
-			nb = realloc(buf, cap * 2);
-			if (!nb)
-				goto err_close;
-			buf = nb;
-			cap *= 2;
-		}
-		r = read(fd, buf + n, cap - n - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			goto err_close;
-		if (!r)
-			break;
-		n += r;
-	}
-	close(fd);
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-
-err_close:
-	err = errno;
-	close(fd);
-	errno = err;
-err_free:
-	err = errno;
-	free(buf);
-	errno = err;
-	return NULL;
-}
-
 /*
  * dwfl_linux_proc_maps_report skips the vdso: it has no file. Report it
  * under the name dwfl_linux_proc_find_elf reads from process memory.
@@ -556,7 +511,7 @@ static int proc_report(struct symbolizer *s, struct sym_proc *p)
 	p->reported_ns = now_ns();
 	s->st.reports++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-	maps = read_all(path, &len);
+	maps = proc__read_file(path, &len);
 	if (!maps)
 		return errno == ENOENT ? -ESRCH : -errno;
 	if (!len) {
@@ -782,7 +737,7 @@ static uint32_t read_nspid(uint32_t pid)
 	size_t len;
 
 	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	buf = read_all(path, &len);
+	buf = proc__read_file(path, &len);
 	if (!buf)
 		return pid;
 	line = strstr(buf, "\nNSpid:");

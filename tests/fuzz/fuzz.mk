@@ -31,7 +31,7 @@ UMT_FUZZ_CFLAGS := -Wall -Wextra -Werror -std=gnu11 -g -O1 -fsanitize=fuzzer,add
 
 # Each target: the module under test and what it needs, nothing that
 # loads BPF. fuzz_proc compiles user/libcuda.c in itself (see the file).
-UMT_FUZZ_SRCS_recording := user/recording.c user/recfile.c user/meminfo.c user/numa.c \
+UMT_FUZZ_SRCS_recording := user/recording.c user/recfile.c user/meminfo.c user/numa.c user/procfs.c \
 	user/units.c user/callsites.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard_config.c user/guard_policy.c user/guard_action.c \
@@ -40,7 +40,7 @@ UMT_FUZZ_LIBS_config := -linih
 # clang 14 counts a designated initializer that leaves a field to zero
 # as missing one (gcc, which builds umtrace, does not).
 UMT_FUZZ_CFLAGS_config := -Wno-missing-field-initializers
-UMT_FUZZ_SRCS_proc := user/meminfo.c user/numa.c
+UMT_FUZZ_SRCS_proc := user/meminfo.c user/numa.c user/procfs.c
 UMT_FUZZ_LIBS_proc := -lz
 UMT_FUZZ_DEPS_proc := user/libcuda.c
 UMT_FUZZ_SRCS_elf := user/elf_syms.c user/cuda_api.c
