@@ -108,6 +108,13 @@ $(OUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJS) | $(OUT)/test
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Iuser $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
+# Loads the BPF object against kernel BTF rewritten to older struct layouts
+# (tests/integration/test_build.py), so both ways a field is read get verified.
+CORE_LAYOUTS := $(OUT)/tests/core_layouts
+$(CORE_LAYOUTS): tests/integration/core_layouts.c $(OUT)/umtrace.skel.h bpf/umtrace.h | $(OUT)/tests/unit
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LDFLAGS) -lbpf -lelf -lz -o $@
+
 include tests/tests.mk
 include tests/bench/bench.mk
 include tests/fuzz/fuzz.mk
@@ -116,7 +123,7 @@ include tests/soak/soak.mk
 unit: $(UNIT_BINS)
 
 # README's test command: unit tests, then integration tests as root.
-test: all $(UNIT_BINS) $(TEST_PROGS)
+test: all $(UNIT_BINS) $(TEST_PROGS) $(CORE_LAYOUTS)
 	$(Q)$(PYTHON) tests/run.py --out $(OUT)
 
 demo: all $(TEST_PROGS)

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-"""The binaries users copy onto GPU hosts: a static x86 build and the arm64
-cross-build for DGX Spark and Grace."""
+"""The binaries users copy onto GPU hosts: a static x86 build, the arm64
+cross-build for DGX Spark and Grace, and the BPF object against the struct
+layouts of older kernels than this one."""
 import shutil
 import subprocess
 
@@ -39,3 +40,19 @@ def test_arm64_cross_build(env):
     _make(env, "ARCH=arm64")
     info = _file(f"{env.root}/build/arm64/umtrace-static")
     assert "ARM aarch64" in info and "statically linked" in info, info
+
+
+def test_loads_on_older_struct_layouts(env):
+    """The BPF object loads against this kernel's BTF and against a copy
+    rewritten to the struct page of kernels before 6.17 (flags a plain
+    word), with a device node named so that the
+    code reading page flags is live: each layout's read is relocated and
+    verified. (Reading only the 6.17 layout fails the second load.)"""
+    from harness import Skip
+    p = subprocess.run([f"{env.tests}/core_layouts"], capture_output=True, text=True,
+                       timeout=120)
+    if p.returncode == 77:
+        raise Skip(p.stderr.strip())
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
+    assert "current: loaded" in p.stdout, p.stdout
+    assert "page-word: " in p.stdout and "not loaded" not in p.stdout, p.stdout
