@@ -42,7 +42,10 @@ static void look(const struct umt_proc_exec *p, void *ctx)
 	c->added += n > 0 ? n : 0;
 }
 
-/* Every process, as the iterator sees it now; *v is the caller's to free. */
+/*
+ * Every process, as the iterator sees it now; *v, set on success only, is
+ * the caller's to free.
+ */
 static int list(struct libcuda_scan *sc, struct umt_proc_exec **v, size_t *n)
 {
 	size_t len;
@@ -81,15 +84,13 @@ int libcuda_scan__open(struct libcuda_scan *sc)
 int libcuda_scan__run(struct libcuda_scan *sc, struct libcuda_set *set)
 {
 	struct scan_ctx c = { .set = set };
-	struct umt_proc_exec *now = NULL;
-	size_t n = 0;
+	struct umt_proc_exec *now;
+	size_t n;
 	int err;
 
 	err = list(sc, &now, &n);
-	if (err) {
-		free(now);
+	if (err)
 		return err;
-	}
 	libcuda_scan__diff(sc->last, sc->n_last, now, n, look, &c);
 	free(sc->last);
 	sc->last = now;

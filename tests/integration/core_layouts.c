@@ -89,7 +89,6 @@ static int load(const char *layout, const char *btf_path)
 	skel->rodata->any_device_node = true;
 	skel->rodata->node_flags_shift = 54;
 	((__u64 *)skel->rodata->device_nodes)[0] = 2;
-	skel->rodata->count_outside = true;
 	err = umtrace_bpf__load(skel);
 	umtrace_bpf__destroy(skel);
 	if (err) {
