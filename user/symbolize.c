@@ -96,6 +96,10 @@ struct perf_ent {
 	char *name;
 };
 
+struct map_range {
+	uint64_t lo, hi;
+};
+
 /* /tmp/perf-PID.map as read so far; the process only appends to it. */
 struct perf_map {
 	struct perf_ent *ents;
@@ -129,6 +133,15 @@ struct sym_proc {
 	uint64_t reported_ns;
 	uint64_t prepared_ns;		/* reported_ns when every module had its sym_mod */
 	struct perf_map pm;
+	/*
+	 * Where files are mapped, from the same read of the maps. libdwfl
+	 * can give a module more than its file's mappings (the gap after a
+	 * library's .bss), where an anonymous JIT region or a library
+	 * dlopen'ed later may land: an address outside these is not the
+	 * module's.
+	 */
+	struct map_range *files;
+	size_t n_files;
 };
 
 struct symbolizer {
@@ -496,6 +509,62 @@ static int report_vdso(struct sym_proc *p, const char *maps)
 	return 0;
 }
 
+/* The file-backed lines of maps (and the vdso), adjacent ones merged. */
+static int read_file_ranges(struct sym_proc *p, const char *maps)
+{
+	const char *line = maps, *nl, *path;
+	struct map_range *v = NULL, *nv;
+	size_t n = 0, cap = 0;
+	uint64_t lo, hi;
+	int off;
+
+	for (; *line; line = *nl ? nl + 1 : nl) {
+		nl = strchrnul(line, '\n');
+		off = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %*s %*s %*s %n",
+			   &lo, &hi, &off) != 2 || !off || line + off > nl)
+			continue;
+		path = line + off;
+		if (*path != '/' && strncmp(path, "[vdso]", 6))
+			continue;
+		if (n && v[n - 1].hi == lo) {
+			v[n - 1].hi = hi;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = (struct map_range){ lo, hi };
+	}
+	free(p->files);
+	p->files = v;
+	p->n_files = n;
+	return 0;
+}
+
+/* dwfl's module for addr, if addr is in one of the process's files. */
+static Dwfl_Module *file_module(struct sym_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->n_files, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (p->files[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= p->files[lo - 1].hi)
+		return NULL;
+	return dwfl_addrmodule(p->dwfl, addr);
+}
+
 /*
  * (Re)build the module list from /proc/PID/maps, read once into memory
  * first: a process that has died or is a zombie has no maps, and then
@@ -528,6 +597,8 @@ static int proc_report(struct symbolizer *s, struct sym_proc *p)
 	err = err > 0 ? -err : err ? -EIO : 0;	/* errno, or -1: libdwfl's */
 	if (!err)
 		err = report_vdso(p, maps);
+	if (!err)
+		err = read_file_ranges(p, maps);
 	if (dwfl_report_end(p->dwfl, NULL, NULL) && !err)
 		err = -EIO;
 	fclose(f);
@@ -567,6 +638,7 @@ static void proc_free(struct sym_proc *p)
 	}
 	perf_map_clear(&p->pm);
 	free(p->pm.ents);
+	free(p->files);
 	free(p);
 }
 
@@ -927,7 +999,7 @@ static void resolve_one(struct symbolizer *s, struct sym_proc *p,
 
 	if (f->addr < 4096 || f->addr >= USER_ADDR_END)
 		return;
-	mod = dwfl_addrmodule(p->dwfl, f->addr);
+	mod = file_module(p, f->addr);
 	if (mod)
 		goto found;
 	/* JIT code first: it would otherwise re-read maps for every frame. */
@@ -935,7 +1007,7 @@ static void resolve_one(struct symbolizer *s, struct sym_proc *p,
 		return;
 	/* Maybe mapped since we looked (dlopen). */
 	if (now_ns() - p->reported_ns >= REFRESH_NS && !proc_report(s, p)) {
-		mod = dwfl_addrmodule(p->dwfl, f->addr);
+		mod = file_module(p, f->addr);
 		if (mod)
 			goto found;
 	}
@@ -1005,7 +1077,7 @@ Dwfl *symbolizer__dwfl(struct symbolizer *s, uint32_t pid, uint64_t addr)
 		errno = -err;
 		return NULL;
 	}
-	if (!dwfl_addrmodule(p->dwfl, addr) &&
+	if (!file_module(p, addr) &&
 	    now_ns() - p->reported_ns >= REFRESH_NS)
 		proc_report(s, p);
 	prepare_mods(s, p);
