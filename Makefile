@@ -123,7 +123,7 @@ include tests/soak/soak.mk
 unit: $(UNIT_BINS)
 
 # README's test command: unit tests, then integration tests as root.
-test: all $(UNIT_BINS) $(TEST_PROGS) $(CORE_LAYOUTS)
+test: all $(UNIT_BINS) $(TEST_PROGS) $(CORE_LAYOUTS) $(BENCH_PROGS)
 	$(Q)$(PYTHON) tests/run.py --out $(OUT)
 
 demo: all $(TEST_PROGS)

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #
 # `make bench`'s programs: the empty mm_page_alloc program with its loader
-# (the floor any BPF page tracer pays) and the page-fault storm that
-# tests/bench/suite.py times under each tracer. `make OUT=DIR bench-progs`
-# builds everything the suite needs into DIR without running it (and
+# (the floor any BPF page tracer pays), the page-fault storm that
+# tests/bench/suite.py times under each tracer, and interleave, which times
+# slices of one storm with a tracer's programs on and off. `make OUT=DIR
+# bench-progs` builds everything the suite needs into DIR without running it (and
 # without touching ./umtrace); then `tests/bench/overhead.sh DIR`. The
 # peers the suite compares with (stress-ng, bpftrace, perf) come from
 # `scripts/install-deps.sh --bench`. Included by the
@@ -20,7 +21,7 @@ UMT_BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
 UMT_BENCH_OUT := $(OUT)/bench
 UMT_BENCH_LDLIBS := -lbpf -lelf -lz
 
-BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm
+BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm $(UMT_BENCH_OUT)/interleave
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_PROGS) $(OUT)/umtrace $(FAKECUDA_LIB) $(OUT)/tests/alloc_mix
@@ -44,6 +45,10 @@ $(UMT_BENCH_OUT)/empty_tp: $(UMT_BENCH_DIR)/empty_tp.c \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -I$(UMT_BENCH_OUT) $< \
 		$(UMT_BENCH_LDLIBS) -o $@
+
+$(UMT_BENCH_OUT)/interleave: $(UMT_BENCH_DIR)/interleave.c | $(UMT_BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE $< $(UMT_BENCH_LDLIBS) -o $@
 
 $(UMT_BENCH_OUT)/storm: $(UMT_BENCH_DIR)/storm.c | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)

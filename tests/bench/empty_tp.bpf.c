@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The cheapest possible mm_page_alloc program: it does nothing. Whatever
- * it costs is the floor any BPF page tracer pays on this machine (the
- * tracepoint's BPF dispatch), against which umtrace's own cost is judged.
+ * The cheapest possible page programs: they do nothing. Whatever
+ * empty_alloc costs is the floor any BPF page tracer pays on this machine
+ * (the tracepoint's BPF dispatch), against which umtrace's own cost is
+ * judged; with empty_free beside it, the floor of a tracer that must see
+ * frees too, as the guard and trace do. tests/bench/empty_tp attaches
+ * empty_alloc only; tests/bench/interleave toggles either.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -10,9 +13,15 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Kernel program names keep 15 characters: this one fits whole. */
+/* Kernel program names keep 15 characters: these fit whole. */
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(empty_alloc, struct page *page, unsigned int order, gfp_t gfp)
+{
+	return 0;
+}
+
+SEC("tp_btf/mm_page_free")
+int BPF_PROG(empty_free, struct page *page, unsigned int order)
 {
 	return 0;
 }

@@ -61,10 +61,17 @@ int main(void)
 		fprintf(stderr, "empty_tp: signals: %s\n", strerror(-err));
 		return 1;
 	}
-	skel = empty_tp_bpf__open_and_load();
+	skel = empty_tp_bpf__open();
 	if (!skel) {
 		err = -errno;
-		fprintf(stderr, "empty_tp: cannot load: %s\n", strerror(errno));
+		fprintf(stderr, "empty_tp: cannot open: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	/* The floor is the alloc program alone; interleave uses the free one. */
+	bpf_program__set_autoload(skel->progs.empty_free, false);
+	err = empty_tp_bpf__load(skel);
+	if (err) {
+		fprintf(stderr, "empty_tp: cannot load: %s\n", strerror(-err));
 		goto cleanup;
 	}
 	err = empty_tp_bpf__attach(skel);
