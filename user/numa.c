@@ -174,9 +174,26 @@ int numa__check_online(const uint64_t *bits, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * The shift of this kernel's page-flags node field: read once, since the
+ * guard resolves its nodes twice at start (its percentages, its session)
+ * and reading the config means inflating /proc/config.gz.
+ */
+static unsigned int kernel_flags_shift(void)
+{
+	static int shift = -1;
+	char *config;
+
+	if (shift >= 0)
+		return shift;
+	config = read_config();
+	shift = config ? (int)numa__flags_shift(config) : 0;
+	free(config);
+	return shift;
+}
+
 int numa__device_nodes(const char *spec, struct numa_nodes *out, char *why, size_t len)
 {
-	char *config;
 	unsigned int i;
 	int err;
 
@@ -194,9 +211,7 @@ int numa__device_nodes(const char *spec, struct numa_nodes *out, char *why, size
 		out->n_device += (unsigned int)__builtin_popcountll(out->device[i]);
 	if (!out->n_device)
 		return 0;
-	config = read_config();
-	out->flags_shift = config ? numa__flags_shift(config) : 0;
-	free(config);
+	out->flags_shift = kernel_flags_shift();
 	if (!out->flags_shift) {
 		snprintf(why, len, "cannot tell a page's NUMA node on this kernel (its config "
 			 "is not in /boot or /proc/config.gz, or it has no NUMA nodes in page flags)");
