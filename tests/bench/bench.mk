@@ -4,8 +4,8 @@
 # (the floor any BPF page tracer pays), the page-fault storm that
 # tests/bench/suite.py times under each tracer, and interleave, which times
 # slices of one storm with a tracer's programs on and off. `make OUT=DIR
-# bench-progs` builds everything the suite needs into DIR without running it (and
-# without touching ./umtrace); then `tests/bench/overhead.sh DIR`. The
+# bench-progs` builds everything the suite needs into DIR without running
+# it (and without touching ./umtrace); then `tests/bench/overhead.sh DIR`. The
 # peers the suite compares with (stress-ng, bpftrace, perf) come from
 # `scripts/install-deps.sh --bench`. Included by the
 # top-level Makefile, which provides OUT, ARCH, CC, CFLAGS, CLANG,
