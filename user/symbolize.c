@@ -487,30 +487,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
 /* ---- processes ---- */
 
 /*
- * dwfl_linux_proc_maps_report skips the vdso: it has no file. Report it
- * under the name dwfl_linux_proc_find_elf reads from process memory.
+ * The file-backed lines of maps and the vdso, adjacent ones merged: where
+ * a module may be (see struct sym_proc). *vdso gets the vdso's range, or
+ * stays zero.
  */
-static int report_vdso(struct sym_proc *p, const char *maps)
-{
-	const char *line = maps, *nl;
-	uint64_t lo, hi;
-	char name[32];
-
-	for (; *line; line = nl + 1) {
-		nl = strchrnul(line, '\n');
-		if (nl - line > 7 && !strncmp(nl - 7, " [vdso]", 7) &&
-		    sscanf(line, "%" SCNx64 "-%" SCNx64, &lo, &hi) == 2) {
-			snprintf(name, sizeof(name), "[vdso: %u]", p->pid);
-			return dwfl_report_module(p->dwfl, name, lo, hi) ? 0 : -ENOMEM;
-		}
-		if (!*nl)
-			break;
-	}
-	return 0;
-}
-
-/* The file-backed lines of maps (and the vdso), adjacent ones merged. */
-static int read_file_ranges(struct sym_proc *p, const char *maps)
+static int read_file_ranges(struct sym_proc *p, const char *maps, struct map_range *vdso)
 {
 	const char *line = maps, *nl, *path;
 	struct map_range *v = NULL, *nv;
@@ -525,7 +506,9 @@ static int read_file_ranges(struct sym_proc *p, const char *maps)
 			   &lo, &hi, &off) != 2 || !off || line + off > nl)
 			continue;
 		path = line + off;
-		if (*path != '/' && strncmp(path, "[vdso]", 6))
+		if (!strncmp(path, "[vdso]", 6))
+			*vdso = (struct map_range){ lo, hi };
+		else if (*path != '/')
 			continue;
 		if (n && v[n - 1].hi == lo) {
 			v[n - 1].hi = hi;
@@ -546,6 +529,20 @@ static int read_file_ranges(struct sym_proc *p, const char *maps)
 	p->files = v;
 	p->n_files = n;
 	return 0;
+}
+
+/*
+ * dwfl_linux_proc_maps_report skips the vdso: it has no file. Report it
+ * under the name dwfl_linux_proc_find_elf reads from process memory.
+ */
+static int report_vdso(struct sym_proc *p, const struct map_range *vdso)
+{
+	char name[32];
+
+	if (!vdso->hi)
+		return 0;
+	snprintf(name, sizeof(name), "[vdso: %u]", p->pid);
+	return dwfl_report_module(p->dwfl, name, vdso->lo, vdso->hi) ? 0 : -ENOMEM;
 }
 
 /* dwfl's module for addr, if addr is in one of the process's files. */
@@ -572,6 +569,7 @@ static Dwfl_Module *file_module(struct sym_proc *p, uint64_t addr)
  */
 static int proc_report(struct symbolizer *s, struct sym_proc *p)
 {
+	struct map_range vdso = {};
 	char path[32], *maps;
 	size_t len;
 	FILE *f;
@@ -596,9 +594,9 @@ static int proc_report(struct symbolizer *s, struct sym_proc *p)
 	err = dwfl_linux_proc_maps_report(p->dwfl, f);
 	err = err > 0 ? -err : err ? -EIO : 0;	/* errno, or -1: libdwfl's */
 	if (!err)
-		err = report_vdso(p, maps);
+		err = read_file_ranges(p, maps, &vdso);
 	if (!err)
-		err = read_file_ranges(p, maps);
+		err = report_vdso(p, &vdso);
 	if (dwfl_report_end(p->dwfl, NULL, NULL) && !err)
 		err = -EIO;
 	fclose(f);
