@@ -82,39 +82,24 @@ static const char *section_of(const char *map_name)
 	return strchr(map_name, '.');
 }
 
-/* The field "key:" of a /proc/PID/fdinfo file, or -1. */
-static long fdinfo_field(const char *path, const char *key)
+/* The program of a raw tracepoint link, from its fdinfo; -1 if not one. */
+static long raw_tp_link_prog(const char *path)
 {
 	char line[256];
-	long v = -1;
-	size_t len = strlen(key);
+	long prog = -1;
+	bool raw_tp = false;
 	FILE *f = fopen(path, "r");
 
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (!strncmp(line, key, len) && line[len] == ':') {
-			v = strtol(line + len + 1, NULL, 10);
-			break;
-		}
+		if (!strncmp(line, "link_type:", 10))
+			raw_tp = strstr(line, "raw_tracepoint");
+		else if (!strncmp(line, "prog_id:", 8))
+			prog = strtol(line + 8, NULL, 10);
 	}
 	fclose(f);
-	return v;
-}
-
-static int fdinfo_is_raw_tp_link(const char *path)
-{
-	char line[256];
-	int yes = 0;
-	FILE *f = fopen(path, "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "link_type:", 10) && strstr(line, "raw_tracepoint"))
-			yes = 1;
-	fclose(f);
-	return yes;
+	return raw_tp ? prog : -1;
 }
 
 /* The source's map MAP_ID seeds obj's internal map of the same section. */
@@ -241,7 +226,7 @@ static int clone_tracer(struct bpf_object *obj, int pid, struct toggled *t)
 		if (de->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (fdinfo_is_raw_tp_link(path) && (id = fdinfo_field(path, "prog_id")) > 0)
+		if ((id = raw_tp_link_prog(path)) > 0)
 			err = add_linked_prog(obj, t, id);
 	}
 	closedir(d);
