@@ -127,11 +127,21 @@ static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 	       READ_ONCE(guard_reserved) - threshold;
 }
 
-static __always_inline struct umt_guard_cpu *guard_cpu(void)
-{
-	__u32 cpu = bpf_get_smp_processor_id();
+_Static_assert((GUARD_MAX_CPUS & (GUARD_MAX_CPUS - 1)) == 0,
+	       "GUARD_MAX_CPUS must be a power of two");
 
-	return cpu < GUARD_MAX_CPUS ? &guard_cpus[cpu] : NULL;
+/*
+ * The slot of a CPU already tested to be below GUARD_MAX_CPUS. The mask
+ * makes the index one every verifier can bound on its own. Without it
+ * clang may compute a pointer or NULL from the test and branch on the
+ * test again; 6.1's verifier follows the impossible pairing of the two
+ * and refuses a NULL slot. barrier_var keeps clang from folding the mask
+ * into the test.
+ */
+static __always_inline struct umt_guard_cpu *guard_slot(__u32 cpu)
+{
+	barrier_var(cpu);
+	return &guard_cpus[cpu & (GUARD_MAX_CPUS - 1)];
 }
 
 /*
@@ -169,11 +179,13 @@ static __always_inline __s64 guard_fold_cpu(struct umt_guard_cpu *c, __s64 d)
  */
 static __always_inline __s64 guard_count(__s64 pages)
 {
-	struct umt_guard_cpu *c = guard_cpu();
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct umt_guard_cpu *c;
 	__s64 d;
 
-	if (!c)
+	if (cpu >= GUARD_MAX_CPUS)
 		return guard_fold(pages);
+	c = guard_slot(cpu);
 	d = c->delta + pages;
 	if (d < c->limit) {
 		c->delta = d;
@@ -433,15 +445,17 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 static __always_inline void guard_page_free(__u64 pages)
 {
 	struct umt_guard_cpu *c;
+	__u32 cpu;
 	__s64 d;
 
 	if (!guard_on)
 		return;
-	c = guard_cpu();
-	if (!c) {
+	cpu = bpf_get_smp_processor_id();
+	if (cpu >= GUARD_MAX_CPUS) {
 		guard_fold(-(__s64)pages);
 		return;
 	}
+	c = guard_slot(cpu);
 	d = c->delta - (__s64)pages;
 	if (d > -GUARD_BATCH) {
 		c->delta = d;
