@@ -21,13 +21,17 @@ static int key_cmp(const void *a, const void *b)
 		      ((const struct callsite *)b)->key);
 }
 
-/* The aggregation key names functions only: offsets differ between builds. */
+/*
+ * The aggregation key names functions only: offsets within a function
+ * differ between builds. An unnamed frame is its place in its file, the
+ * same in every process that maps the file, wherever it is mapped.
+ */
 static const char *frame_key(const struct sym_frame *f, char *buf, size_t len)
 {
 	if (f->func)
 		return f->func;
 	if (f->module) {
-		snprintf(buf, len, "%s+0x%llx", f->module, (unsigned long long)f->addr);
+		snprintf(buf, len, "%s+0x%llx", f->module, (unsigned long long)f->offset);
 		return buf;
 	}
 	return "[unknown]";
@@ -39,7 +43,7 @@ const char *callsites__frame_name(const struct sym_frame *f, char *buf, size_t l
 		snprintf(buf, len, "%s+0x%llx (%s)", f->func,
 			 (unsigned long long)f->offset, f->module ? f->module : "?");
 	else if (f->module)
-		snprintf(buf, len, "%s+0x%llx", f->module, (unsigned long long)f->addr);
+		snprintf(buf, len, "%s+0x%llx", f->module, (unsigned long long)f->offset);
 	else
 		snprintf(buf, len, "[unknown 0x%llx]", (unsigned long long)f->addr);
 	return buf;

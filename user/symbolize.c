@@ -118,9 +118,10 @@ struct sym_mod {
 	struct sym_proc *proc;
 	const char *base;		/* interned basename */
 	const struct sym_file *file;	/* NULL: no ELF or no identity */
-	Dwarf_Addr bias;
+	Dwarf_Addr bias;		/* valid when have_bias */
 	struct file_ident ident;	/* of the file find_elf opened */
 	bool have_ident;
+	bool have_bias;			/* its ELF was opened */
 	bool elf_tried;
 };
 
@@ -735,6 +736,7 @@ static void mod_open(struct symbolizer *s, Dwfl_Module *mod, struct sym_mod *m)
 	m->elf_tried = true;
 	if (!dwfl_module_getelf(mod, &m->bias))
 		return;
+	m->have_bias = true;
 	n = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (n > 0 && n <= BUILD_ID_MAX) {
 		key[0] = 'B';
@@ -767,7 +769,23 @@ static void lookup_symbol(struct symbolizer *s, Dwfl_Module *mod,
 		return;
 	}
 	f->func = intern_func(&s->names, name);
-	f->offset = f->func ? off : 0;
+	if (f->func)
+		f->offset = off;
+}
+
+/*
+ * Where the module's file puts addr: the address less the load bias, as
+ * addr2line -e FILE takes it. A module whose ELF could not be opened has
+ * no bias: the offset from its lowest mapped address stands in.
+ */
+static uint64_t mod_offset(Dwfl_Module *mod, const struct sym_mod *m, uint64_t addr)
+{
+	Dwarf_Addr start = 0;
+
+	if (m->have_bias)
+		return addr - m->bias;
+	dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	return addr >= start ? addr - start : addr;
 }
 
 static void resolve_in_module(struct symbolizer *s, struct sym_proc *p,
@@ -782,9 +800,10 @@ static void resolve_in_module(struct symbolizer *s, struct sym_proc *p,
 	f->module = m->base;
 	if (!m->elf_tried)
 		mod_open(s, mod, m);
+	rel = mod_offset(mod, m, f->addr);
+	f->offset = rel;	/* until a function is found */
 	if (!m->file)
 		return;
-	rel = f->addr - m->bias;
 	e = cache_find(&s->cache, m->file, rel);
 	if (e) {
 		s->st.hits++;

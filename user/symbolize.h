@@ -19,7 +19,11 @@ struct sym_frame {
 	const char *func;	/* demangled name or NULL; valid until symbolizer__free */
 	const char *module;	/* "libcuda.so.1", "[vdso]", "[perf-map]", or NULL */
 	uint64_t addr;		/* the address given */
-	uint64_t offset;	/* addr - function start, when func is set */
+	/*
+	 * addr - function start when func is set; else, with module set,
+	 * the offset within the module's file (module+0xOFFSET)
+	 */
+	uint64_t offset;
 };
 
 struct sym_stats {

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "callsites.h"
 #include "check.h"
 #include "symbolize.h"
 
@@ -400,6 +401,36 @@ out:
 	symbolizer__free(s);
 }
 
+/*
+ * A frame no symbol covers is named by its place in its file, not by the
+ * address it was mapped at: the ELF header of the fake, 0x10 in.
+ */
+static void test_unnamed_frame_offset(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	void *h = dlopen(fake_lib, RTLD_NOW | RTLD_LOCAL);
+	struct sym_frame out;
+	uint64_t base, addr;
+	char name[256];
+
+	if (!CHECK(s && h, "setup", "%s", dlerror()))
+		goto out;
+	base = map_start(getpid(), "libcuda.so.1");
+	if (!CHECK(base, "map", "libcuda.so.1 is not in our maps"))
+		goto out;
+	addr = base + 0x10;
+	CHECK_EQ(symbolizer__resolve(s, getpid(), &addr, 1, &out), 0, "resolve");
+	CHECK(!out.func, "func", "got %s", str(out.func));
+	CHECK(streq(out.module, "libcuda.so.1"), "module", "got %s", str(out.module));
+	CHECK_EQ(out.offset, 0x10, "offset");
+	callsites__frame_name(&out, name, sizeof(name));
+	CHECK(streq(name, "libcuda.so.1+0x10"), "name", "got %s", name);
+out:
+	if (h)
+		dlclose(h);
+	symbolizer__free(s);
+}
+
 static int write_str(int fd, const char *buf)
 {
 	size_t len = strlen(buf);
@@ -672,10 +703,13 @@ int main(void)
 	RUN_SUBTEST(test_child_forget);
 	RUN_SUBTEST(test_forget_then_gone);
 	RUN_SUBTEST(test_dlopen_refresh);
-	if (fake_lib && !access(fake_lib, R_OK))
+	if (fake_lib && !access(fake_lib, R_OK)) {
 		RUN_SUBTEST(test_fake_libcuda);
-	else
+		RUN_SUBTEST(test_unnamed_frame_offset);
+	} else {
 		SKIP_SUBTEST(test_fake_libcuda, "UMT_FAKE_LIBCUDA not set or not built");
+		SKIP_SUBTEST(test_unnamed_frame_offset, "UMT_FAKE_LIBCUDA not set or not built");
+	}
 	RUN_SUBTEST(test_perf_map);
 	RUN_SUBTEST(test_eviction);
 	if (ns_start())
