@@ -9,7 +9,6 @@
 
 #define DEFAULT_RESCAN_MS 5000
 
-bool log_verbose;
 
 void attach_opts__init(struct attach_opts *o)
 {

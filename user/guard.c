@@ -23,6 +23,7 @@
 #include "callsites.h"
 #include "commands.h"
 #include "cuda_api.h"
+#include "file_writer.h"
 #include "guard.h"
 #include "guard_action.h"
 #include "procfs.h"
@@ -89,6 +90,9 @@ void guard_usage(FILE *f)
 }
 
 #define GUARD_RINGBUF (1ULL << 20)
+/* Log lines the guard queues before it drops some, and its wait at exit. */
+#define GUARD_LOG_LINES 256
+#define GUARD_LOG_FLUSH_MS 2000
 
 /* The kernel side may be wrong by up to this; log when it is worse. */
 #define ANCHOR_MAX_MS 100
@@ -362,9 +366,9 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 	}
 	guard_sites__top_site(g, p->pid, site, sizeof(site));
 	/* One line per stop, key=value, for the journal and for grep. */
-	fprintf(stderr, "umtrace: guard: %s pid=%u ts=%" PRIu64 ".%09" PRIu64
+	slog("guard: %s pid=%u ts=%" PRIu64 ".%09" PRIu64
 		" comm=\"%s\" cgroup=%s reason=%s "
-		"%s=%s gpu_host=%s top_site=\"%s\" detail=\"%s\"%s\n",
+		"%s=%s gpu_host=%s top_site=\"%s\" detail=\"%s\"%s",
 		dry ? "would-stop" : "stop", p->pid, ts_ns / 1000000000, ts_ns % 1000000000, p->comm, p->cgroup[0] ? p->cgroup : "-",
 		reason, guard_metric__name(g->pol.metric),
 		fmt_bytes(g->last_metric, avail_s, sizeof(avail_s)),
@@ -460,7 +464,7 @@ static void act_resume(struct guard *g, struct guard_proc *p, const char *why)
 		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGCONT);
 	if (err)
 		wlog("guard: cannot resume %u: %s", p->pid, strerror(-err));
-	fprintf(stderr, "umtrace: guard: resume pid=%u comm=\"%s\" reason=%s\n", p->pid,
+	slog("guard: resume pid=%u comm=\"%s\" reason=%s", p->pid,
 		p->comm, why);
 	p->stopped = p->froze = p->dry = false;
 	g->resumes++;
@@ -472,9 +476,13 @@ static void apply(struct guard *g, const struct guard_action *a)
 
 	if (a->kind == GUARD_NONE) {
 		if (a->reason == GUARD_REASON_NO_VICTIM)
-			wlog("guard: %s, but no process in scope may be stopped", a->text);
+			log__repeat(&g->no_victim, now_ms(), "guard: %s, but no process in "
+				    "scope may be stopped", a->text);
+		else
+			log__repeat_end(&g->no_victim);
 		return;
 	}
+	log__repeat_end(&g->no_victim);
 	p = guard__proc(g, (uint32_t)a->pid, false);
 	if (!p)
 		return;
@@ -509,7 +517,7 @@ static void reconcile(struct guard *g)
 		}
 		if (st == 'T' || (p->froze && cgroup__frozen(p->cgroup)))
 			continue;
-		fprintf(stderr, "umtrace: guard: resumed pid=%u comm=\"%s\" by=operator\n",
+		slog("guard: resumed pid=%u comm=\"%s\" by=operator",
 			p->pid, p->comm);
 		p->stopped = p->froze = false;
 		g->resumes++;
@@ -540,13 +548,17 @@ static void on_tick(void *ctx)
 
 	err = guard_kernel__anchor(&g->session.probes, sample_metric, g, &error);
 	if (err) {
-		wlog("guard: cannot read /proc/meminfo: %s", strerror(-err));
+		log__repeat(&g->no_meminfo, t0, "guard: cannot read /proc/meminfo: %s",
+			    strerror(-err));
 		return;
 	}
+	log__repeat_end(&g->no_meminfo);
 	note_error(g, error);
 	if (now_ms() - t0 > ANCHOR_MAX_MS)
-		wlog("guard: reading /proc/meminfo took %llu ms",
-		     (unsigned long long)(now_ms() - t0));
+		log__repeat(&g->slow_meminfo, t0, "guard: reading /proc/meminfo took %llu ms",
+			    (unsigned long long)(now_ms() - t0));
+	else
+		log__repeat_end(&g->slow_meminfo);
 	g->samples++;
 	g->last_metric = guard_policy__metric(&g->pol, &g->sample);
 	reap_children();
@@ -559,7 +571,9 @@ static void on_tick(void *ctx)
 	guard_flight__sample(g);
 	/* Libraries found by the rescan bring new links. */
 	if (guard_pins__sync(&g->pins, &g->session.probes))
-		wlog("guard: cannot pin the probes of a new libcuda");
+		log__repeat(&g->no_pin, t0, "guard: cannot pin the probes of a new libcuda");
+	else
+		log__repeat_end(&g->no_pin);
 	if (t0 >= g->next_write_ms) {
 		guard__write_state(g);
 		guard__write_metrics(g);
@@ -633,8 +647,8 @@ static void log_start(struct guard *g, const char *plat, const char *why)
 {
 	char f[32], l[32], d[32], m[32];
 
-	fprintf(stderr, "umtrace: guard: armed: floor %s, low %s, drop %s per sample, "
-		"metric %s (%s now), action %s%s, platform %s (%s)\n",
+	elog("guard: armed: floor %s, low %s, drop %s per sample, "
+		"metric %s (%s now), action %s%s, platform %s (%s)",
 		fmt_bytes(g->pol.floor, f, sizeof(f)), fmt_bytes(g->pol.low, l, sizeof(l)),
 		fmt_bytes(g->pol.drop, d, sizeof(d)), guard_metric__name(g->pol.metric),
 		fmt_bytes(g->last_metric, m, sizeof(m)), guard_act__name(g->opt.action),
@@ -709,6 +723,10 @@ int cmd_guard(int argc, char **argv)
 		elog("out of memory");
 		return 1;
 	}
+	g->no_victim.what = "guard: no process in scope may be stopped";
+	g->no_meminfo.what = "guard: cannot read /proc/meminfo";
+	g->slow_meminfo.what = "guard: slow /proc/meminfo reads";
+	g->no_pin.what = "guard: cannot pin the probes of a new libcuda";
 	err = guard__parse_args(g, argc, argv);
 	if (err) {
 		code = err > 0 ? 0 : 2;
@@ -746,11 +764,21 @@ int cmd_guard(int argc, char **argv)
 		session__close(&g->session);
 		goto out;
 	}
+	/*
+	 * From here the loop never waits for stderr (a stuck journald, a
+	 * pipe nobody reads): lines queue, and the oldest ordinary ones go
+	 * first when the queue is full.
+	 */
+	if (log__start_async(GUARD_LOG_LINES))
+		wlog("guard: cannot start the log writer: a slow stderr can stall the guard");
+	g->files = file_writer__new();
+	if (!g->files)
+		wlog("guard: cannot start the file writer: a slow disk can stall the guard");
 	err = session__run(&g->session);
 	code = err ? 1 : 0;
-	fprintf(stderr, "umtrace: guard: exiting; %" PRIu64 " kernel stops, %" PRIu64
+	elog("guard: exiting; %" PRIu64 " kernel stops, %" PRIu64
 		" policy stops; kernel headroom vs /proc/meminfo over %" PRIu64
-		" samples: mean error %" PRIu64 " KiB, max %" PRIu64 " KiB\n",
+		" samples: mean error %" PRIu64 " KiB, max %" PRIu64 " KiB",
 		g->kernel_stops, g->policy_stops, g->error_n,
 		g->error_n ? g->error_sum / g->error_n >> 10 : 0, g->error_max >> 10);
 	g->exiting = true;
@@ -758,6 +786,10 @@ int cmd_guard(int argc, char **argv)
 	guard__write_metrics(g);
 	guard_pins__remove(&g->pins);
 	session__close(&g->session);
+	if (file_writer__free(g->files, GUARD_LOG_FLUSH_MS))
+		wlog("guard: the state file or metrics could not be written before exit");
+	g->files = NULL;
+	log__stop_async(GUARD_LOG_FLUSH_MS);
 out:
 	guard__free(g);
 	return code;

@@ -18,6 +18,7 @@
 #include "guard_config.h"
 #include "guard_pin.h"
 #include "guard_policy.h"
+#include "log.h"
 #include "meminfo.h"
 #include "probes.h"
 #include "session.h"
@@ -54,6 +55,7 @@ struct guard_opts {
 };
 
 struct flight_recorder;
+struct file_writer;
 
 struct guard {
 	struct guard_config cfg;
@@ -84,6 +86,11 @@ struct guard {
 	uint64_t next_write_ms;
 	time_t started;
 	bool exiting;
+	/* conditions that can hold at every sample */
+	struct log_repeat no_victim, no_meminfo, slow_meminfo, no_pin;
+	struct log_repeat state_err, metrics_err;
+	/* the state file and metrics, once the loop runs: never stalls it */
+	struct file_writer *files;
 };
 
 /* guard.c */

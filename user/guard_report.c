@@ -8,11 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "clock.h"
+#include "file_writer.h"
 #include "guard.h"
 #include "guard_kernel.h"
 #include "guard_state.h"
 #include "log.h"
 #include "metrics.h"
+#include "out_file.h"
 
 static void fill_status(struct guard *g, struct guard_status *st)
 {
@@ -58,26 +61,42 @@ static void fill_status(struct guard *g, struct guard_status *st)
 	free(all);
 }
 
-/* The state file's directory: root's, created 0700 when missing. */
-static int state_dir(const char *path)
+/*
+ * Hand a file's new content to the writer thread (the loop goes on at
+ * once), or, before it runs, write it here. Failures are logged when
+ * they start, now and then while they last, and when they end.
+ */
+static void put_file(struct guard *g, struct log_repeat *r, const char *path,
+		     char *buf, size_t len, mode_t mode, bool mkdir)
 {
-	char dir[4096], *slash;
+	int err;
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
+	if (!buf) {
+		err = -ENOMEM;
+	} else if (g->files) {
+		file_writer__put(g->files, path, buf, len, mode, mkdir);
+		/* The last write that ended: this one may still be on its way. */
+		err = file_writer__result(g->files, path);
+	} else {
+		err = mkdir ? file__make_parent(path) : 0;
+		if (!err)
+			err = out_file__replace(path, buf, len, mode);
+		free(buf);
+	}
+	if (err > 0)
+		return;
+	if (err)
+		log__repeat(r, clock__mono_ms(), "guard: cannot write %s: %s", path,
+			    strerror(-err));
+	else
+		log__repeat_end(r);
 }
 
 void guard__write_state(struct guard *g)
 {
-	static bool warned;
 	struct guard_status *st;
-	int err;
+	size_t len = 0;
+	char *buf;
 
 	if (!g->session.probes.skel)
 		return;
@@ -85,15 +104,9 @@ void guard__write_state(struct guard *g)
 	if (!st)
 		return;
 	fill_status(g, st);
-	err = state_dir(g->opt.state_file);
-	if (!err)
-		err = guard_state__write(g->opt.state_file, st);
-	if (err && !warned) {
-		wlog("guard: cannot write %s: %s ('umtrace status' will not see this guard)",
-		     g->opt.state_file, strerror(-err));
-		warned = true;
-	}
+	buf = guard_state__format(st, &len);
 	free(st);
+	put_file(g, &g->state_err, g->opt.state_file, buf, len, 0600, true);
 }
 
 static struct guard_metrics_process *metric_procs(struct guard *g, size_t *n)
@@ -121,9 +134,8 @@ void guard__write_metrics(struct guard *g)
 	struct guard_metrics_count stops[GUARD_N_REASONS];
 	struct guard_metrics m = { .up = !g->exiting };
 	struct guard_kstats ks;
-	static bool warned;
-	size_t i, n = 0;
-	int err;
+	size_t i, n = 0, len = 0;
+	char *buf;
 
 	if (!g->opt.metrics_file || !g->session.probes.skel)
 		return;
@@ -153,10 +165,7 @@ void guard__write_metrics(struct guard *g)
 	m.n_procs = m.procs ? n : 0;
 	for (i = 0; i < m.n_procs; i++)
 		m.stopped_processes += m.procs[i].stopped;
-	err = metrics__write(g->opt.metrics_file, &m);
+	buf = metrics__text(&m, &len);
 	free((void *)m.procs);
-	if (err && !warned) {
-		wlog("guard: cannot write %s: %s", g->opt.metrics_file, strerror(-err));
-		warned = true;
-	}
+	put_file(g, &g->metrics_err, g->opt.metrics_file, buf, len, METRICS_MODE, false);
 }

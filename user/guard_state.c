@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include "guard_action.h"
 #include "guard_state.h"
+#include "out_file.h"
 #include "procfs.h"
 
 #define MAGIC "umtrace-guard-state 1"
@@ -40,35 +41,32 @@ static void write_body(FILE *f, const struct guard_status *st)
 	}
 }
 
-int guard_state__write(const char *path, const struct guard_status *st)
+char *guard_state__format(const struct guard_status *st, size_t *len)
 {
-	char tmp[4096];
-	int fd, err = 0;
+	char *buf = NULL;
 	FILE *f;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.%d.tmp", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	unlink(tmp);	/* a leftover of ours from a crash */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		goto err_unlink;
-	}
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
 	write_body(f, st);
-	if (fflush(f) || ferror(f))
-		err = -errno ? -errno : -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (!err)
-		return 0;
-err_unlink:
-	unlink(tmp);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int guard_state__write(const char *path, const struct guard_status *st)
+{
+	size_t len;
+	char *buf = guard_state__format(st, &len);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = out_file__replace(path, buf, len, 0600);
+	free(buf);
 	return err;
 }
 

@@ -41,7 +41,9 @@ struct guard_status {
 	struct guard_stopped stopped[GUARD_STATE_MAX_STOPPED];
 };
 
-/* Atomic replace (temp file, O_EXCL|O_NOFOLLOW, 0600, rename). 0 or -errno. */
+/* The file's text (the caller frees it), or NULL with errno set. */
+char *guard_state__format(const struct guard_status *st, size_t *len);
+/* Atomic replace (out_file__replace, 0600). 0 or -errno. */
 int guard_state__write(const char *path, const struct guard_status *st);
 /* 0, -ENOENT (no guard has run), -EINVAL (not a state file), -errno. */
 int guard_state__read(const char *path, struct guard_status *st);

@@ -75,7 +75,8 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 		return 0;
 	if (level == LIBBPF_INFO && !log_verbose)
 		return 0;
-	return vfprintf(stderr, fmt, ap);
+	log__vprintf(LOG_PRIO_INFO, fmt, ap);
+	return 0;
 }
 
 static int help(int argc, char **argv)

@@ -9,9 +9,9 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "metrics.h"
+#include "out_file.h"
 
 #define PREFIX "umtrace_guard_"
-#define TMP_TRIES 16
 
 static void family(FILE *f, const char *name, const char *type, const char *help)
 {
@@ -162,91 +162,35 @@ int metrics__format(FILE *f, const struct guard_metrics *m)
 	return 0;
 }
 
-static int write_file(int fd, const struct guard_metrics *m)
+char *metrics__text(const struct guard_metrics *m, size_t *len)
 {
+	char *buf = NULL;
 	FILE *f;
 	int err;
 
-	/* Not secret, and node_exporter reads it as another user: whatever the umask. */
-	if (fchmod(fd, 0644)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	f = fdopen(fd, "w");
-	if (!f) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	errno = 0;
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
 	err = metrics__format(f, m);
-	/*
-	 * No fsync: the file is rewritten every few seconds, and an fsync
-	 * under memory pressure can stall the guard when it matters most.
-	 */
 	if (fclose(f) && !err)
-		err = -errno;
-	return err;
+		err = -ENOMEM;
+	if (err) {
+		free(buf);
+		errno = -err;
+		return NULL;
+	}
+	return buf;
 }
 
 int metrics__write(const char *path, const struct guard_metrics *m)
 {
-	static unsigned int seq;
-	char *dir = NULL, tmp[NAME_MAX + 1];
-	const char *base, *slash;
-	int dfd, fd = -1, err, i;
+	size_t len;
+	char *buf = metrics__text(m, &len);
+	int err;
 
-	slash = strrchr(path, '/');
-	base = slash ? slash + 1 : path;
-	if (!*base)
-		return -EISDIR;
-	if (!slash)
-		dir = strdup(".");
-	else if (slash == path)
-		dir = strdup("/");
-	else
-		dir = strndup(path, (size_t)(slash - path));
-	if (!dir)
-		return -ENOMEM;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (dfd < 0)
+	if (!buf)
 		return -errno;
-
-	/*
-	 * A name of our own in the same directory (rename does not cross
-	 * file systems), hidden and not *.prom so the collector skips it.
-	 * O_EXCL never opens what is there, a planted symlink included.
-	 */
-	for (i = 0; i < TMP_TRIES; i++) {
-		if (snprintf(tmp, sizeof(tmp), ".%s.%d.%u.tmp", base, (int)getpid(),
-			     seq++) >= (int)sizeof(tmp)) {
-			err = -ENAMETOOLONG;
-			goto out_close_dir;
-		}
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (fd >= 0 || errno != EEXIST)
-			break;
-	}
-	if (fd < 0) {
-		err = -errno;
-		goto out_close_dir;
-	}
-	err = write_file(fd, m);
-	if (err)
-		goto out_unlink;
-	/* Replaces a symlink at path rather than following it. */
-	if (renameat(dfd, tmp, dfd, base)) {
-		err = -errno;
-		goto out_unlink;
-	}
-	close(dfd);
-	return 0;
-
-out_unlink:
-	unlinkat(dfd, tmp, 0);
-out_close_dir:
-	close(dfd);
+	err = out_file__replace(path, buf, len, METRICS_MODE);
+	free(buf);
 	return err;
 }

@@ -50,8 +50,13 @@ struct guard_metrics {
 	size_t n_procs;
 };
 
+/* Not secret, and node_exporter reads it as another user. */
+#define METRICS_MODE 0644
+
 /* The exposition text. 0 or -errno (the stream's). */
 int metrics__format(FILE *f, const struct guard_metrics *m);
+/* The same in memory (the caller frees it), or NULL with errno set. */
+char *metrics__text(const struct guard_metrics *m, size_t *len);
 /*
  * Write it to path through a temporary file in the same directory, mode
  * 0644, renamed over path: readers see the old file or the new one. A

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,6 @@
 #include "out_file.h"
 
 #define TMP_TRIES 100
-
 
 static int create_tmp(struct out_file *o, const char *path)
 {
@@ -114,4 +114,101 @@ int out_file__commit(struct out_file *o)
 const char *out_file__name(const struct out_file *o)
 {
 	return o->path ? o->path : "standard output";
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	ssize_t w;
+
+	while (len) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int open_dir_of(const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int dfd;
+
+	*base = slash ? slash + 1 : path;
+	if (!**base)
+		return -EISDIR;
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	return dfd < 0 ? -errno : dfd;
+}
+
+int out_file__replace(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	static unsigned int seq;
+	char tmp[NAME_MAX + 1];
+	const char *base;
+	int dfd, fd = -1, err, i;
+
+	dfd = open_dir_of(path, &base);
+	if (dfd < 0)
+		return dfd;
+	/*
+	 * Hidden and not named like the file, so that a collector reading
+	 * *.prom skips it; O_EXCL never opens what is there, a planted
+	 * symlink included.
+	 */
+	for (i = 0; i < TMP_TRIES; i++) {
+		if (snprintf(tmp, sizeof(tmp), ".%s.%d.%u.tmp", base, (int)getpid(),
+			     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(tmp)) {
+			err = -ENAMETOOLONG;
+			goto out_close_dir;
+		}
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    mode);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		err = -errno;
+		goto out_close_dir;
+	}
+	err = fchmod(fd, mode) ? -errno : write_all(fd, buf, len);
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(dfd, tmp, dfd, base))
+		err = -errno;
+	if (err)
+		unlinkat(dfd, tmp, 0);
+out_close_dir:
+	close(dfd);
+	return err;
+}
+
+int file__make_parent(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int err = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			err = -errno;
+	}
+	free(dir);
+	return err;
 }

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct out_file {
 	FILE *f;
@@ -29,5 +30,17 @@ int out_file__commit(struct out_file *o);
 void out_file__discard(struct out_file *o);
 /* The name for messages: the path, or "standard output". */
 const char *out_file__name(const struct out_file *o);
+
+/*
+ * Replace path's content with buf: written to a hidden temporary file in
+ * the same directory, given mode whatever the umask, renamed over path.
+ * Readers see the old file or the new one; a symlink at path is replaced,
+ * not written through. No fsync: files rewritten every few seconds do not
+ * need one, and under memory pressure it can stall the caller when it
+ * matters most. 0 or -errno.
+ */
+int out_file__replace(const char *path, const void *buf, size_t len, mode_t mode);
+/* Make path's directory, 0700, when it is missing. 0 or -errno. */
+int file__make_parent(const char *path);
 
 #endif /* UMTRACE_OUT_FILE_H */

@@ -290,8 +290,8 @@ static void say_done(const struct record *rc)
 	char b[16];
 
 	recording_writer__stats(rc->w, &st);
-	fprintf(stderr, "umtrace: recorded %llu calls, %llu exits and %llu samples in %s "
-		"(%s, %.1f bytes per call)\n", (unsigned long long)st.calls,
+	elog("recorded %llu calls, %llu exits and %llu samples in %s "
+		"(%s, %.1f bytes per call)", (unsigned long long)st.calls,
 		(unsigned long long)st.exits, (unsigned long long)st.samples, rc->path,
 		fmt_bytes(st.file_bytes, b, sizeof(b)),
 		st.calls ? (double)st.file_bytes / (double)st.calls : 0.0);

@@ -146,7 +146,7 @@ static int attach_new_libs(struct session *s)
 		struct libcuda *lib = &s->libs.libs[i];
 
 		if (lib->n_probed && !lib->said) {
-			fprintf(stderr, "umtrace: probing %d entry points in %s\n", lib->n_probed,
+			elog("probing %d entry points in %s", lib->n_probed,
 				lib->path);
 			lib->said = true;
 		}
