@@ -23,5 +23,7 @@ int cmd_flamegraph(int argc, char **argv);
 void flamegraph_usage(FILE *f);
 int cmd_timeline(int argc, char **argv);
 void timeline_usage(FILE *f);
+int cmd_check(int argc, char **argv);
+void check_usage(FILE *f);
 
 #endif /* UMTRACE_COMMANDS_H */

@@ -36,6 +36,8 @@ static const struct command commands[] = {
 	  "show the running guard's thresholds, headroom and stopped processes" },
 	{ "resume", cmd_resume, resume_usage,
 	  "continue processes the guard stopped" },
+	{ "check", cmd_check, check_usage,
+	  "load the BPF programs as each command would: what this kernel runs" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -473,3 +473,20 @@ void probes__destroy(struct probes *p)
 	umtrace_bpf__destroy(p->skel);
 	memset(p, 0, sizeof(*p));
 }
+
+unsigned int probes__n_loaded(const struct probes *p)
+{
+	struct bpf_program *prog;
+	unsigned int n = 0;
+
+	if (!p->skel)
+		return 0;
+	bpf_object__for_each_program(prog, p->skel->obj)
+		n += bpf_program__autoload(prog);
+	return n;
+}
+
+bool probes__can_track_managed(void)
+{
+	return HAVE_FAULT_ADDRESS_TRACEPOINT;
+}

@@ -79,5 +79,9 @@ int probes__managed_fd(const struct probes *p);
 int probes__kthreads_fd(const struct probes *p);
 void probes__stats(const struct probes *p, struct probe_stats *st);
 void probes__destroy(struct probes *p);
+/* The programs this load verified. */
+unsigned int probes__n_loaded(const struct probes *p);
+/* Does this architecture have the tracepoint --managed-faults needs? */
+bool probes__can_track_managed(void);
 
 #endif /* UMTRACE_PROBES_H */

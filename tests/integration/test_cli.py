@@ -2,6 +2,7 @@
 """Bad input gets one clear line on stderr and the right exit code, never a
 crash or a hang. One row per case: adding a case is one line."""
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -112,3 +113,20 @@ def test_not_root(env):
     assert p.returncode == 1, (p.returncode, p.stderr)
     assert p.stderr.strip() == \
         "umtrace: permission denied: run as root, or with CAP_BPF and CAP_PERFMON", p.stderr
+
+
+def test_check_loads_every_configuration(env):
+    """`umtrace check` loads the BPF object the way each attaching command
+    does, on this kernel: every line ok (or n/a with a reason), exit 0;
+    every command that loads programs has its line."""
+    p = subprocess.run([env.umtrace, "check"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    for line in lines:
+        assert re.search(r"\s(ok \(\d+ programs|ok$|n/a \(.+\))", line), line
+    for cmd in ("trace", "record", "top", "report", "guard --scope gpu",
+                "guard --scope comm:", "guard --device-nodes"):
+        assert any(l.startswith(cmd + " ") for l in lines), (cmd, p.stdout)
+    q = subprocess.run([env.umtrace, "check", "extra"], capture_output=True, text=True,
+                       timeout=30)
+    assert q.returncode == 2 and q.stderr.count("\n") == 1, q.stderr
