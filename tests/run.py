@@ -5,11 +5,18 @@ load BPF for real (root, kernel BTF). Every test prints PASS, FAIL or SKIP
 with a reason; the last line counts them. Exit status 1 if any failed.
 
 usage: tests/run.py --out build/x86 [-k SUBSTRING] [--unit-only]
+
+Every integration test runs in a child process, in a process group of its
+own; past its limit the runner prints where it was waiting, kills the
+whole group, marks it FAIL and goes on.
 """
 import argparse
+import faulthandler
 import glob
 import importlib.util
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +26,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "integration"))
 
 import harness  # noqa: E402  (tests/integration/harness.py)
+
+# Each integration test runs in a process group of its own and is killed
+# whole past its limit (a test may set its own: fn.TIMEOUT_S); a unit test
+# binary past its own.
+TEST_TIMEOUT_S = 300
+UNIT_TIMEOUT_S = 300
+GUARD_PIN_DIR = "/sys/fs/bpf/umtrace-guard"	# user/guard_pin.h
 
 
 class Counts:
@@ -49,7 +63,14 @@ def run_unit(out, counts, pattern):
         name = os.path.basename(b)
         if pattern and pattern not in name:
             continue
-        p = subprocess.run([b], capture_output=True, text=True, env=env, timeout=300)
+        try:
+            p = subprocess.run([b], capture_output=True, text=True, env=env,
+                               timeout=UNIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired as e:
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            print("\n".join("    " + l for l in out.splitlines()[-10:]))
+            counts.add("FAIL", f"unit/{name}", f"timed out after {UNIT_TIMEOUT_S}s")
+            continue
         seen = 0
         for line in p.stdout.splitlines():
             parts = line.split(" ", 1)
@@ -69,7 +90,11 @@ def run_tap(path, counts):
     if not os.path.exists(path):
         counts.add("FAIL", name, f"{path} not built")
         return
-    p = subprocess.run([path], capture_output=True, text=True, timeout=300)
+    try:
+        p = subprocess.run([path], capture_output=True, text=True, timeout=UNIT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        counts.add("FAIL", name, f"timed out after {UNIT_TIMEOUT_S}s")
+        return
     for line in p.stdout.splitlines():
         if line.startswith("ok ") or line.startswith("not ok "):
             ok = line.startswith("ok ")
@@ -87,6 +112,110 @@ def load_module(path):
     return mod
 
 
+def test_timeout(fn):
+    """A test's own limit (a TIMEOUT_S attribute on it), or the default."""
+    return getattr(fn, "TIMEOUT_S", TEST_TIMEOUT_S)
+
+
+def run_one(out, path, fname):
+    """In the child: run one integration test, print its result line, and
+    exit 0 (PASS or SKIP) or 1 (FAIL). SIGUSR1 dumps where it is waiting."""
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    env = harness.Env(out)
+    mod = load_module(path)
+    name = f"integration/{mod.__name__}/{fname}"
+    t0 = time.monotonic()
+    try:
+        getattr(mod, fname)(env)
+    except harness.Skip as e:
+        print(f"SKIP {name}: {e}", flush=True)
+        return 0
+    except Exception as e:  # a failing assertion or a crash alike
+        detail = f"{type(e).__name__}: {e}"
+        tb = traceback.format_exc().strip().splitlines()
+        print("\n".join("    " + l for l in tb[-6:]))
+        print(f"FAIL {name}: {detail[:500]}", flush=True)
+        return 1
+    finally:
+        env.cleanup()
+    print(f"PASS {name}: {time.monotonic() - t0:.1f}s", flush=True)
+    return 0
+
+
+def clean_after_kill(pid):
+    """What a test killed at its limit could not undo: its temporary files,
+    a guard's pinned kernel side (it would stop later tests' jobs), and
+    the cgroups it made (thawed first)."""
+    for t in glob.glob(f"/tmp/umtrace-test-{pid}-*"):
+        if os.path.isdir(t) and not os.path.islink(t):
+            shutil.rmtree(t, ignore_errors=True)
+        else:
+            try:
+                os.unlink(t)
+            except OSError:
+                pass
+    shutil.rmtree(GUARD_PIN_DIR, ignore_errors=True)
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        for cg in glob.glob(os.path.join(root, f"umtrace-test-{pid}*")):
+            try:
+                with open(os.path.join(cg, "cgroup.freeze"), "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+            try:
+                os.rmdir(cg)
+            except OSError:
+                pass
+
+
+def relay(text, counts, name):
+    """Print the child's output; count its result line."""
+    result = None
+    for line in text.splitlines():
+        parts = line.split(" ", 1)
+        if parts[0] in ("PASS", "FAIL", "SKIP") and len(parts) == 2 and \
+                parts[1].split(":", 1)[0] == name:
+            result = (parts[0], parts[1].partition(": ")[2])
+        else:
+            print(line)
+    return result
+
+
+def run_isolated(out, path, fname, name, limit, counts):
+    """The test in a process group of its own, killed whole at its limit."""
+    argv = [sys.executable, os.path.abspath(__file__), "--out", out,
+            "--one", path, fname]
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, start_new_session=True)
+    try:
+        text, _ = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        # Where it waits: the test's Python stack, from faulthandler.
+        try:
+            os.kill(p.pid, signal.SIGUSR1)
+        except ProcessLookupError:
+            pass
+        time.sleep(1)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            text, _ = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            text = "(its output stayed open: a process left its group)"
+        relay(text, counts, name)
+        clean_after_kill(p.pid)
+        counts.add("FAIL", name, f"timed out after {limit}s; killed its process group "
+                   "(the stack above shows what it was waiting for)")
+        return
+    result = relay(text, counts, name)
+    if result:
+        counts.add(result[0], name, result[1])
+    else:
+        counts.add("FAIL", name, f"exit {p.returncode} without a result line")
+
+
 def run_integration(out, counts, pattern):
     env = harness.Env(out)
     why_not = env.cannot_run()
@@ -99,20 +228,7 @@ def run_integration(out, counts, pattern):
             if why_not:
                 counts.add("SKIP", name, why_not)
                 continue
-            t0 = time.monotonic()
-            try:
-                getattr(mod, fname)(env)
-            except harness.Skip as e:
-                counts.add("SKIP", name, str(e))
-            except Exception as e:  # a failing assertion or a crash alike
-                detail = f"{type(e).__name__}: {e}"
-                tb = traceback.format_exc().strip().splitlines()
-                print("\n".join("    " + l for l in tb[-6:]))
-                counts.add("FAIL", name, detail[:500])
-            else:
-                counts.add("PASS", name, f"{time.monotonic() - t0:.1f}s")
-            finally:
-                env.cleanup()
+            run_isolated(out, path, fname, name, test_timeout(getattr(mod, fname)), counts)
 
 
 def check_host_intact(counts):
@@ -131,7 +247,11 @@ def main():
     ap.add_argument("--out", required=True, help="build output directory, e.g. build/x86")
     ap.add_argument("-k", dest="pattern", default="", help="run tests whose name contains this")
     ap.add_argument("--unit-only", action="store_true")
+    ap.add_argument("--one", nargs=2, metavar=("FILE", "TEST"),
+                    help=argparse.SUPPRESS)	# the child of run_isolated
     args = ap.parse_args()
+    if args.one:
+        return run_one(args.out, *args.one)
 
     counts = Counts()
     run_unit(args.out, counts, args.pattern)

@@ -4,6 +4,7 @@
 import glob
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,43 @@ def find_stub_libcuda():
         if os.path.isfile(p):
             return p
     return None
+
+
+def readline(stream, timeout=30, what="a line"):
+    """One line from a child's pipe ("" at its end), or an AssertionError
+    that names what was awaited once timeout seconds have passed. It reads
+    the pipe a byte at a time, so a later communicate() still gets all
+    that follows the line."""
+    fd = stream.fileno()
+    deadline = time.monotonic() + timeout
+    buf = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"no {what} within {timeout}s (read so far: {buf[-300:]!r})")
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            continue
+        b = os.read(fd, 1)
+        if b:
+            buf += b
+        if not b or b == b"\n":
+            return buf.decode(errors="replace")
+
+
+def wait_line(stream, needle, timeout=30, what=None):
+    """Read lines until one holds needle; returns (that line, every line
+    read, joined). The pipe's end or the deadline is an AssertionError."""
+    what = what or f"line with {needle!r}"
+    deadline = time.monotonic() + timeout
+    seen = ""
+    while True:
+        line = readline(stream, max(0.0, deadline - time.monotonic()), what)
+        seen += line
+        if needle in line:
+            return line, seen
+        if not line:
+            raise AssertionError(f"the stream ended before a {what}: {seen[-600:]!r}")
 
 
 class TraceResult:
@@ -99,7 +137,7 @@ class Env:
             out, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             p.kill()
-            out, err = p.communicate()
+            out, err = p.communicate(timeout=30)
             raise AssertionError(f"umtrace trace did not finish in {timeout}s: {err[-400:]}")
         data = None
         if truth_path and os.path.exists(truth_path):
@@ -111,14 +149,8 @@ class Env:
         """Start `umtrace trace --json` in the background; wait until attached."""
         argv = [self.umtrace, "trace", "--json", "--libcuda", self.fake, *extra]
         p = self.popen(argv)
-        deadline = time.monotonic() + 30
         # It says which library it probes once the probes are attached.
-        line = ""
-        while time.monotonic() < deadline:
-            line = p.stderr.readline()
-            if "probing" in line or not line:
-                break
-        assert "probing" in line, f"umtrace did not attach: {line!r}"
+        wait_line(p.stderr, "probing", 30, "'probing' line: umtrace did not attach")
         return p
 
     def stop_trace(self, p, timeout=30):

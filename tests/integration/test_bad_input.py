@@ -36,7 +36,7 @@ import tempfile
 import time
 import zlib
 
-from harness import Skip
+from harness import Skip, wait_line
 
 CASE_TIMEOUT = 15
 
@@ -454,15 +454,7 @@ def test_guard_without_bpffs(env):
     state = env.tmpfile("nobpffs.state")
     p = env.popen(hide + [env.umtrace, "guard", "--libcuda", env.fake, "--platform", "unified",
                           "--state-file", state])
-    said, deadline = "", time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = p.stderr.readline()
-        if not line:
-            break
-        said += line
-        if "guard: armed" in line:
-            break
-    assert "guard: armed" in said, said
+    _, said = wait_line(p.stderr, "guard: armed", 30)
     warnings = [l for l in said.splitlines() if "warning" in l]
     assert len(warnings) == 1 and "cannot pin" in warnings[0], said
     p.send_signal(2)

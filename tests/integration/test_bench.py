@@ -11,6 +11,8 @@ import subprocess
 import threading
 import time
 
+from harness import readline, wait_line
+
 
 def _paths(env):
     from harness import Skip
@@ -105,15 +107,9 @@ def test_interleave_clones_a_running_guard(env):
     state = env.tmpfile("guard.state")
     g = env.popen([env.umtrace, "guard", "--floor", "1%", "--no-pin", "--libcuda", env.fake,
                    "--state-file", state])
-    deadline = time.monotonic() + 30
-    line = ""
-    while time.monotonic() < deadline and "armed" not in line:
-        line = g.stderr.readline()
-        if not line:
-            break
-    assert "armed" in line, line
+    wait_line(g.stderr, "armed", 30)
     p = env.popen([tool, "-p", str(g.pid), "-n", "4", "-m", "4", f"{env.out}/umtrace.bpf.o"])
-    assert p.stdout.readline() == "ready\n"
+    assert readline(p.stdout, 30, "'ready'") == "ready\n"
     time.sleep(0.3)
     # Nothing timed while the guard's own programs run beside the copy.
     assert p.poll() is None

@@ -26,7 +26,7 @@ import struct
 import subprocess
 import time
 
-from harness import Skip, TraceResult
+from harness import Skip, TraceResult, wait_line
 
 MIB = 1 << 20
 # A count or byte total at or above this is a wrapped negative, or runaway.
@@ -257,10 +257,7 @@ def parse_size(s):
 
 def start_top(env, extra=()):
     p = env.popen([env.umtrace, "top", "-b", "-i", "200ms", "--libcuda", env.fake, *extra])
-    line = p.stderr.readline()
-    while line and "probing" not in line:
-        line = p.stderr.readline()
-    assert "probing" in line, f"top did not attach: {line!r}"
+    wait_line(p.stderr, "probing", 30, "'probing' line: top did not attach")
     return p
 
 

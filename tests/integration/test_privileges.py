@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 
-from harness import Skip, TraceResult
+from harness import Skip, TraceResult, readline
 from test_guard import Guard
 
 MIB = 1 << 20
@@ -174,7 +174,7 @@ def _rescan_after_drop(env, extra_env, want):
             "assert lib.cuMemAlloc_v2(ctypes.byref(ptr), 1 << 20) == 0\n"
             "assert lib.cuMemFree_v2(ptr) == 0\n")
     w = env.popen(["python3", "-c", code], stdin=subprocess.PIPE)
-    assert w.stdout.readline().strip() == "mapped", w.stderr.read()
+    assert readline(w.stdout, 30, "'mapped'").strip() == "mapped"
     err.wait_for(lambda l: "probing" in l and f"/proc/{w.pid}/root{b}" in l
                  or "cannot attach" in l and b in l)
     assert "cannot attach" not in err.seen[-1], err.seen[-1]

@@ -13,7 +13,7 @@ import subprocess
 import time
 import zlib
 
-from harness import Skip
+from harness import Skip, wait_line
 
 MIB = 1 << 20
 HDR_SIZE = 172
@@ -22,13 +22,7 @@ CHUNK_HDR = 24
 
 def _attached(p, what, timeout=30):
     """Wait for the one line saying the probes are attached."""
-    deadline = time.monotonic() + timeout
-    line = ""
-    while time.monotonic() < deadline:
-        line = p.stderr.readline()
-        if "probing" in line or not line:
-            break
-    assert "probing" in line, f"{what} did not attach: {line!r}"
+    wait_line(p.stderr, "probing", timeout, f"'probing' line: {what} did not attach")
 
 
 def _objs(text):

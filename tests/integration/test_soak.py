@@ -30,3 +30,7 @@ def test_soak_3_minutes(env):
     assert p.returncode == 0 and not fig["failures"], \
         "\n".join(fig["failures"]) or p.stderr[-1500:]
     assert fig["calls_made"] > 0 and fig["runs"] > 0, fig
+
+
+# Its own limit: the soak's length and its subprocess's margin, plus ours.
+test_soak_3_minutes.TIMEOUT_S = SECONDS + 660

@@ -4,6 +4,8 @@ import re
 import subprocess
 import time
 
+from harness import readline, wait_line
+
 MIB = 1 << 20
 
 
@@ -29,8 +31,7 @@ def to_bytes(s):
 def test_top_once_two_workloads(env):
     """Two jobs holding different amounts: right rows, right order, right bytes."""
     top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake])
-    line = top.stderr.readline()
-    assert "probing" in line, line
+    wait_line(top.stderr, "probing", 30)
     big = env.popen([env.alloc_mix, "-t", "2", "-n", "4", "-s", "16M", "-a", "alloc,hostalloc",
                      "-w", "4000", "-o", "/dev/null"])
     small = env.popen([env.alloc_mix, "-t", "1", "-n", "2", "-s", "8M", "-a", "vmm",
@@ -71,7 +72,7 @@ def test_top_pid_filter(env):
 def test_top_exited_processes_leave(env):
     """A process that exits leaves the view: the driver freed what it held."""
     top = env.popen([env.umtrace, "top", "--once", "-i", "2500ms", "--libcuda", env.fake])
-    assert "probing" in top.stderr.readline()
+    wait_line(top.stderr, "probing", 30)
     job = env.popen([env.alloc_mix, "-n", "2", "-s", "8M", "-a", "alloc", "-k", "-o", "/dev/null"])
     job.wait(timeout=30)
     out, err = top.communicate(timeout=30)
@@ -139,7 +140,7 @@ def test_top_discrete_platform(env):
     says discrete and holds only the pinned memory; GPU memory still shows."""
     import os
     top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake])
-    assert "probing" in top.stderr.readline()
+    wait_line(top.stderr, "probing", 30)
     job = env.popen([env.alloc_mix, "-n", "4", "-s", "32M", "-a", "alloc,hostalloc",
                      "-w", "4000", "-o", "/dev/null"],
                     env=dict(os.environ, FAKECUDA_MODE="discrete"))
@@ -163,7 +164,7 @@ def test_top_forced_unified_counts_pooled_memory(env):
     import os
     top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--platform", "unified",
                      "--libcuda", env.fake])
-    assert "probing" in top.stderr.readline()
+    wait_line(top.stderr, "probing", 30)
     job = env.popen([env.alloc_mix, "-n", "4", "-s", "32M", "-a", "alloc", "-w", "4000",
                      "-o", "/dev/null"],
                     env=dict(os.environ, FAKECUDA_MODE="discrete"))
@@ -178,7 +179,7 @@ def test_top_forced_unified_counts_pooled_memory(env):
 def test_top_outside_gpu_calls(env):
     """Host memory a GPU job takes outside its GPU calls is its own column."""
     top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake])
-    assert "probing" in top.stderr.readline()
+    wait_line(top.stderr, "probing", 30)
     job = env.popen([env.alloc_mix, "-t", "2", "-n", "2", "-s", "8M", "-a", "alloc",
                      "-m", "64M", "-w", "4000", "-o", "/dev/null"])
     out, err = top.communicate(timeout=30)
@@ -201,7 +202,7 @@ def test_top_managed_pages_live(env):
     for extra in ([], ["--managed-faults"]):
         top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake,
                          *extra])
-        assert "probing" in top.stderr.readline()
+        wait_line(top.stderr, "probing", 30)
         job = env.popen([env.alloc_mix, "-t", "1", "-n", "2", "-s", "32M", "-a", "managed",
                          "-w", "4000", "-o", "/dev/null"])
         out, err = top.communicate(timeout=30)
@@ -232,7 +233,7 @@ def test_top_device_nodes(env):
     Node 0 is this VM's only node: every page of the job is on it."""
     top = env.popen([env.umtrace, "top", "--once", "-i", "3s", "--libcuda", env.fake,
                      "--device-nodes", "0"])
-    while "probing" not in (line := top.stderr.readline()):
+    while "probing" not in (line := readline(top.stderr, 30, "'probing'")):
         assert line, "top did not attach"
     job = env.popen([env.alloc_mix, "-n", "2", "-s", "8M", "-a", "alloc", "-w", "4000",
                      "-o", "/dev/null"])

@@ -5,7 +5,7 @@ import os
 import subprocess
 import sys
 
-from harness import Skip, find_stub_libcuda
+from harness import Skip, find_stub_libcuda, wait_line
 
 MIB = 1 << 20
 # Entry points that take their whole size in host pages inside the call.
@@ -384,12 +384,10 @@ def test_toolkit_stub_resolves(env):
         raise Skip("no CUDA toolkit stub libcuda.so installed")
     p = subprocess.Popen([env.umtrace, "trace", "--libcuda", stub, "-v"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = ""
-    while True:
-        line = p.stderr.readline()
-        if not line or "probing" in line:
-            break
-    p.terminate()
+    try:
+        line, _ = wait_line(p.stderr, "probing", 30)
+    finally:
+        p.terminate()
     out, err = p.communicate(timeout=30)
     assert f"probing 26 entry points in {stub}" in line, line + err
     assert p.returncode == 0, err

@@ -28,6 +28,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "integration"))
+import harness  # noqa: E402  (tests/integration/harness.py: waits with deadlines)
+
 GROWTH_LIMIT = 0.10
 # What alloc_mix counts but umtrace does not probe.
 UNPROBED = {"cuInit", "cuMemSetAccess"}
@@ -70,17 +74,12 @@ def meminfo(key):
 
 
 def wait_for_line(p, needle, timeout=60):
-    """Read p's stderr until a line holds needle; what was read."""
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = p.stderr.readline()
-        if not line:
-            break
-        seen += line
-        if needle in line:
-            return seen
-    raise RuntimeError(f"never said {needle!r}: {seen[-800:]}")
+    """Read p's stderr until a line holds needle; what was read. The
+    deadline holds even when p says nothing at all."""
+    try:
+        return harness.wait_line(p.stderr, needle, timeout)[1]
+    except AssertionError as e:
+        raise RuntimeError(f"never said {needle!r}: {e}") from None
 
 
 def drain(stream, sink):
