@@ -22,6 +22,7 @@
 #include "attach_opts.h"
 #include "callsites.h"
 #include "commands.h"
+#include "clock.h"
 #include "cuda_api.h"
 #include "file_writer.h"
 #include "guard.h"
@@ -101,6 +102,20 @@ static void reap_children(void)
 {
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
+}
+
+/*
+ * At exit, give the last stops' bundles and hooks (stop_aftermath) up to
+ * timeout_ms to finish, so that a bundle is whole once the guard is gone;
+ * what is still running then is left to finish on its own.
+ */
+static void wait_children(unsigned int timeout_ms)
+{
+	uint64_t until = clock__mono_ms() + timeout_ms;
+	struct timespec tick = { 0, 10 * 1000000L };
+
+	while (waitpid(-1, NULL, WNOHANG) >= 0 && clock__mono_ms() < until)
+		nanosleep(&tick, NULL);
 }
 
 static uint64_t now_ms(void)
@@ -299,21 +314,12 @@ static const struct session_ops guard_ops = {
 
 /* ----- stops ----- */
 
-static void run_on_stop(struct guard *g, const struct guard_proc *p, const char *reason,
-			const char *bundle, uint64_t held, const char *site)
+/* In the child: exec --on-stop with the stop in its environment. */
+static void exec_on_stop(struct guard *g, const struct guard_proc *p, const char *reason,
+			 const char *bundle, uint64_t held, const char *site)
 {
 	char buf[64];
-	pid_t child;
 
-	if (!g->opt.on_stop)
-		return;
-	child = fork();
-	if (child < 0) {
-		wlog("guard: cannot run --on-stop: %s", strerror(errno));
-		return;
-	}
-	if (child)
-		return;
 	snprintf(buf, sizeof(buf), "%u", p->pid);
 	setenv("UMTRACE_PID", buf, 1);
 	setenv("UMTRACE_COMM", p->comm, 1);
@@ -328,6 +334,47 @@ static void run_on_stop(struct guard *g, const struct guard_proc *p, const char 
 	setenv("UMTRACE_POSTMORTEM", bundle, 1);
 	execl("/bin/sh", "sh", "-c", g->opt.on_stop, (char *)NULL);
 	_exit(127);
+}
+
+/* Everything but stdio: a child must not keep the guard's links alive. */
+static void close_inherited(void)
+{
+	int fd;
+
+	if (!close_range(3, ~0U, 0))
+		return;
+	for (fd = 3; fd < 1024; fd++)
+		close(fd);
+}
+
+/*
+ * The post-mortem bundle and --on-stop, in a child of their own: a
+ * snapshot of the guard's memory as the stop found it, written at the
+ * disk's pace while the loop goes on (a slow or hung disk stalls only the
+ * child). The hook runs once the bundle is complete, as before.
+ */
+static void stop_aftermath(struct guard *g, const struct guard_proc *p, const char *reason,
+			   const char *detail, uint64_t held, const char *site)
+{
+	char bundle[4096] = "";
+	pid_t child;
+
+	if (!g->opt.postmortem_dir && !g->opt.on_stop)
+		return;
+	child = fork();
+	if (child < 0) {
+		wlog("guard: cannot write the post-mortem or run --on-stop: %s", strerror(errno));
+		return;
+	}
+	if (child)
+		return;
+	close_inherited();
+	if (g->opt.postmortem_dir &&
+	    postmortem__write(g, p, reason, detail, bundle, sizeof(bundle)))
+		bundle[0] = '\0';
+	if (g->opt.on_stop)
+		exec_on_stop(g, p, reason, bundle, held, site);
+	_exit(0);
 }
 
 /* Freeze the cgroup too (--action freeze), after the stop took hold. */
@@ -350,7 +397,7 @@ static int freeze_cgroup(struct guard *g, struct guard_proc *p)
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 		    const char *reason, const char *detail, bool dry, int send_err)
 {
-	char held_s[32], avail_s[32], site[512], bundle[4096] = "";
+	char held_s[32], avail_s[32], site[512];
 	uint64_t held = guard_sites__proc_host(g, p->pid);
 	bool first = !p->stopped;
 
@@ -379,10 +426,7 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 	if (!first)
 		return;
 	guard_flight__stop(g, p, reason_code(reason), detail, site);
-	if (g->opt.postmortem_dir &&
-	    postmortem__write(g, p, reason, detail, bundle, sizeof(bundle)))
-		bundle[0] = '\0';
-	run_on_stop(g, p, reason, bundle, held, site);
+	stop_aftermath(g, p, reason, detail, held, site);
 	guard__write_state(g);
 }
 
@@ -781,6 +825,7 @@ int cmd_guard(int argc, char **argv)
 		" samples: mean error %" PRIu64 " KiB, max %" PRIu64 " KiB",
 		g->kernel_stops, g->policy_stops, g->error_n,
 		g->error_n ? g->error_sum / g->error_n >> 10 : 0, g->error_max >> 10);
+	wait_children(GUARD_LOG_FLUSH_MS);
 	g->exiting = true;
 	guard__write_state(g);
 	guard__write_metrics(g);

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import time
 
+from harness import readline, wait_line
+
 MIB = 1 << 20
 GIB = 1 << 30
 
@@ -55,18 +57,8 @@ class Guard:
                 "--state-file", self.state, "--floor", str(floor), "--low", str(low),
                 "--drop", str(64 * GIB // 100), *extra]
         self.p = env.popen(argv)
-        self.armed = ""
-        self.early = ""		# what it said before it was armed
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            line = self.p.stderr.readline()
-            if not line:
-                break
-            self.early += line
-            if "guard: armed" in line:
-                self.armed = line
-                break
-        assert self.armed, f"guard did not arm: {line!r}"
+        # What it said before it was armed, too.
+        self.armed, self.early = wait_line(self.p.stderr, "guard: armed", 30)
 
     def stop(self):
         self.p.send_signal(signal.SIGINT)
@@ -85,7 +77,7 @@ def ballast(env, size):
     p = env.popen(["python3", "-c",
                    f"import sys,time; b=b'\\x01'*{size}; print('ready', flush=True); "
                    "time.sleep(600)"])
-    assert p.stdout.readline().strip() == "ready"
+    assert readline(p.stdout, 30, "'ready' from the ballast").strip() == "ready"
     return p
 
 
@@ -208,22 +200,27 @@ def test_guard_comm_scope_from_the_first_call(env):
 
 def test_guard_comm_scope_follows_a_rename(env):
     """A process that renames itself into a comm: scope is stopped by the
-    page-level backstop; under its old name, out of scope, it was not."""
+    page-level backstop; under its old name, out of scope, it was not.
+
+    The floor is crossed before the rename, so the first page it takes
+    under its new name may stop it: nothing waits for it to say anything.
+    That it was not stopped before is in the stop line: the kernel names
+    the process as it was called at the decision."""
     floor = meminfo() - 32 * MIB
     g = Guard(env, floor, extra=["--scope", "comm:^renamedhog$"])
     prog = ("import ctypes, time\n"
             "keep = [bytearray(64 << 20)]\n"		# out of scope: never stopped
             "ctypes.CDLL(None).prctl(15, b'renamedhog', 0, 0, 0)\n"
-            "print('renamed', flush=True)\n"
             "for i in range(64):\n"
             "    keep.append(bytearray(4 << 20)); time.sleep(0.01)\n")
     p = env.popen(["python3", "-c", prog])
-    assert p.stdout.readline().strip() == "renamed"
     stopped = wait_state(p.pid, "T", 20)
     p.kill()
     err = g.stop()
     assert stopped, f"not stopped after the rename: {err[-600:]}"
-    assert re.search(r"guard: stop pid=%d .*reason=floor" % p.pid, err), err
+    stops = re.findall(r"guard: stop pid=%d .*" % p.pid, err)
+    assert stops, err
+    assert 'comm="renamedhog"' in stops[0] and "reason=floor" in stops[0], stops
 
 
 def test_guard_spares_protected_and_out_of_scope(env):
@@ -264,7 +261,7 @@ def test_guard_state_in_top(env):
     g = Guard(env, floor)
     top = env.popen([env.umtrace, "top", "--once", "-i", "4s", "--libcuda", env.fake,
                      "--state-file", g.state])
-    assert "probing" in top.stderr.readline()
+    wait_line(top.stderr, "probing", 30)
     calm = env.popen([env.alloc_mix, "-n", "1", "-s", "4M", "-a", "alloc", "-w", "6000",
                       "-o", "/dev/null"])
     time.sleep(0.3)
@@ -450,8 +447,7 @@ def test_guard_rescans_by_default(env):
         g = env.popen([env.umtrace, "guard", "--dry-run", "--no-pin", "--platform", "unified",
                        "--state-file", env.tmpfile("rescan.state"), "--floor", "64M",
                        *extra], env=penv)
-        while "guard: armed" not in (line := g.stderr.readline()):
-            assert line, "guard did not arm"
+        wait_line(g.stderr, "guard: armed", 30)
         job = env.popen([env.alloc_mix, "-n", "1", "-s", "1M", "-a", "alloc", "-w", "4000",
                          "-o", "/dev/null"], env=penv)
         time.sleep(3.5)
@@ -462,3 +458,83 @@ def test_guard_rescans_by_default(env):
         assert g.returncode == 0, err[-800:]
         probed = re.search(r"probing \d+ entry points in /proc/%d/root" % job.pid, err)
         assert bool(probed) == want, (extra, err[-1200:])
+
+
+def test_guard_samples_while_stderr_is_stuck(env):
+    """A guard whose stderr nobody reads (journald stuck, a pipe left
+    unread) goes on sampling: its log lines queue and the oldest go; once
+    stderr is read again it says how many were dropped, and it exits on
+    SIGINT at once. A dry run below the floor logs a would-stop line per
+    job every 100 ms, enough to fill a one-page pipe many times over."""
+    import fcntl
+    import termios
+    total = meminfo("MemTotal")
+    g = Guard(env, min(meminfo() + 2 * GIB, total - 256 * MIB), low=total - 128 * MIB,
+              extra=["--dry-run", "--no-pin"])
+    fcntl.fcntl(g.p.stderr.fileno(), 1031, 4096)	# F_SETPIPE_SZ: one page
+    jobs = [env.popen([env.alloc_mix, "-n", "1000000", "-s", "64K", "-a", "alloc", "-F",
+                       "-o", "/dev/null"]) for _ in range(4)]
+
+    def queued():
+        return int.from_bytes(fcntl.ioctl(g.p.stderr.fileno(), termios.FIONREAD,
+                                          b"\0\0\0\0"), "little")
+    deadline = time.monotonic() + 30
+    while queued() < 4096 - 512 and time.monotonic() < deadline:
+        assert any(j.poll() is None for j in jobs), "the jobs ended before stderr filled"
+        time.sleep(0.05)
+    assert queued() >= 4096 - 512, f"stderr never filled: {queued()} bytes"
+    first = json.loads(g.umtrace("status", "--json").stdout)["samples"]
+    # Samples come every 100 ms near the floor; the state file once a second.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        now = json.loads(g.umtrace("status", "--json").stdout)["samples"]
+        if now >= first + 10:
+            break
+        time.sleep(0.2)
+    assert now >= first + 10, f"the guard stopped sampling: {first} -> {now}"
+    # More stop lines than its queue holds (256): some must have gone.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        st = json.loads(g.umtrace("status", "--json").stdout)
+        if st["kernel_stops"] > 256 + 32:
+            break
+        assert any(j.poll() is None for j in jobs), "the jobs ended too soon"
+        time.sleep(0.5)
+    assert st["kernel_stops"] > 256 + 32, st
+    for j in jobs:
+        j.kill()
+        j.wait()
+    t0 = time.monotonic()
+    err = g.stop()
+    assert time.monotonic() - t0 < 10, "slow to exit"
+    assert re.search(r"\d+ log lines dropped", err), err[-800:]
+    assert "guard: would-stop pid=" in err, err[-800:]
+
+
+def test_guard_on_stop_hook_after_bundle(env):
+    """--on-stop runs once per stop, after the post-mortem bundle is
+    complete, with the stop in its environment; both happen in a child, so
+    the guard does not wait for them."""
+    pm = env.tmpfile("hookpm")
+    out = env.tmpfile("hook.env")
+    hook = (f"ls \"$UMTRACE_POSTMORTEM\" > {out}.tmp; env | grep ^UMTRACE_ >> {out}.tmp; "
+            f"mv {out}.tmp {out}")
+    env._tmp.append(out + ".tmp")
+    g = Guard(env, meminfo() - 32 * MIB,
+              extra=["--scope", "comm:^alloc_mix$", "--postmortem-dir", pm, "--on-stop", hook])
+    job = env.popen([env.alloc_mix, "-n", "4", "-s", "64M", "-a", "alloc", "-k",
+                     "-o", "/dev/null"])
+    assert wait_state(job.pid, "T", 20), "not stopped"
+    deadline = time.monotonic() + 20
+    while not os.path.exists(out) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    job.kill()
+    err = g.stop()
+    assert os.path.exists(out), f"the hook never ran: {err[-600:]}"
+    with open(out) as f:
+        said = f.read()
+    for name in ("event.txt", "report.txt", "held.folded"):
+        assert name + "\n" in said, said
+    assert f"UMTRACE_PID={job.pid}\n" in said, said
+    assert re.search(r"UMTRACE_REASON=(admission|floor)\n", said), said
+    assert "UMTRACE_ACTION=stop\n" in said and "UMTRACE_POSTMORTEM=" + pm in said, said
