@@ -25,7 +25,7 @@ VERSION := 0.1.0
 
 CFLAGS ?= -O2 -g
 CFLAGS += -Wall -Wextra -Werror -std=gnu11 -fno-omit-frame-pointer
-CPPFLAGS += -D_GNU_SOURCE -DUMTRACE_VERSION='"$(VERSION)"' -Ibpf -I$(OUT)
+CPPFLAGS += -D_GNU_SOURCE -DUMTRACE_VERSION='"$(VERSION)"' -Iuser -Ibpf -I$(OUT)
 LDLIBS := -lbpf -ldw -lelf -lz -linih -lcap -lpthread -lstdc++
 # libdw.a needs lzma and bzip2; its debuginfod code warns about dlopen in a
 # static binary, a path umtrace never takes.
@@ -48,11 +48,14 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := $(wildcard user/*.c)
+# user/ is layered, each folder using only those below it (README, Layout):
+# lib, model, stacks, rec, attach, export, guard, cmd.
+USER_LAYERS := lib model stacks rec attach export guard cmd
+USER_SRCS := $(foreach l,$(USER_LAYERS),$(wildcard user/$(l)/*.c))
+USER_HDRS := $(foreach l,$(USER_LAYERS),$(wildcard user/$(l)/*.h))
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
-# Everything but the entry points, for the unit tests to link against.
-LIB_OBJS := $(filter-out $(OUT)/user/main.o $(OUT)/user/trace.o $(OUT)/user/top.o \
-	$(OUT)/user/report.o,$(USER_OBJS))
+# Everything but the commands, for the unit tests to link against.
+LIB_OBJS := $(filter-out $(OUT)/user/cmd/%,$(USER_OBJS))
 BPF_SRCS := $(wildcard bpf/*.bpf.c)
 BPF_HDRS := $(wildcard bpf/*.h)
 SKEL := $(OUT)/umtrace.skel.h $(OUT)/libcuda_scan.skel.h
@@ -89,8 +92,9 @@ $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-$(OUT)/user/%.o: user/%.c $(SKEL) $(wildcard user/*.h) $(BPF_HDRS) | $(OUT)/user
+$(OUT)/user/%.o: user/%.c $(SKEL) $(USER_HDRS) $(BPF_HDRS)
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(OUT)/umtrace: $(USER_OBJS)
@@ -101,12 +105,12 @@ $(OUT)/umtrace-static: $(USER_OBJS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -static $(LDFLAGS) $^ $(STATIC_LDLIBS) -o $@
 
-$(OUT) $(OUT)/user $(OUT)/tests/unit:
+$(OUT) $(OUT)/tests/unit:
 	$(Q)mkdir -p $@
 
 $(OUT)/tests/unit/%: tests/unit/%.c tests/unit/check.h $(LIB_OBJS) | $(OUT)/tests/unit
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Iuser $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIB_OBJS) $(LDLIBS) -o $@
 
 # Loads the BPF object against kernel BTF rewritten to older struct layouts
 # (tests/integration/test_build.py), so both ways a field is read get verified.

@@ -64,7 +64,7 @@ const volatile bool track_managed = false;
 /*
  * NUMA nodes whose memory is not host RAM (a GPU's HBM onlined as a node
  * on GH200), a bit a node, and where page flags keep the node number;
- * both from user space (user/numa.c). With no such node no page pays for
+ * both from user space (user/lib/numa.c). With no such node no page pays for
  * the test.
  */
 const volatile bool any_device_node = false;

@@ -49,9 +49,9 @@ enum umt_call_end {
 /*
  * Per-attachment description of a libcuda entry point, passed to the
  * generic entry/return programs as the uprobe's BPF cookie. User space owns
- * the API table (user/cuda_api.c); the BPF side only follows these indexes.
+ * the API table (user/model/cuda_api.c); the BPF side only follows these indexes.
  *
- *   bits  0..7   api id (enum umt_api, user/cuda_api.h)
+ *   bits  0..7   api id (enum umt_api, user/model/cuda_api.h)
  *   bits  8..11  argument holding the out-pointer written by the call
  *   bits 12..15  argument holding the handle passed in (frees, register, map)
  *   bits 16..19  argument holding the size in bytes

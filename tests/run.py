@@ -32,7 +32,7 @@ import harness  # noqa: E402  (tests/integration/harness.py)
 # binary past its own.
 TEST_TIMEOUT_S = 300
 UNIT_TIMEOUT_S = 300
-GUARD_PIN_DIR = "/sys/fs/bpf/umtrace-guard"	# user/guard_pin.h
+GUARD_PIN_DIR = "/sys/fs/bpf/umtrace-guard"	# user/guard/pin.h
 
 
 class Counts:

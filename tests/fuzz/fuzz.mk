@@ -30,20 +30,20 @@ UMT_FUZZ_CFLAGS := -Wall -Wextra -Werror -std=gnu11 -g -O1 -fsanitize=fuzzer,add
 	-fno-sanitize-recover=undefined -D_GNU_SOURCE -Ibpf -Iuser
 
 # Each target: the module under test and what it needs, nothing that
-# loads BPF. fuzz_proc compiles user/libcuda.c in itself (see the file).
-UMT_FUZZ_SRCS_recording := user/recording.c user/recfile.c user/meminfo.c user/numa.c user/procfs.c \
-	user/units.c user/callsites.c
+# loads BPF. fuzz_proc compiles user/attach/libcuda.c in itself (see the file).
+UMT_FUZZ_SRCS_recording := user/rec/recording.c user/rec/recfile.c user/lib/meminfo.c \
+	user/lib/numa.c user/lib/procfs.c user/lib/units.c user/model/callsites.c
 UMT_FUZZ_LIBS_recording := -lz
-UMT_FUZZ_SRCS_config := user/guard_config.c user/guard_policy.c user/guard_action.c \
-	user/procfs.c user/units.c
+UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
+	user/lib/procfs.c user/lib/units.c
 UMT_FUZZ_LIBS_config := -linih
 # clang 14 counts a designated initializer that leaves a field to zero
 # as missing one (gcc, which builds umtrace, does not).
 UMT_FUZZ_CFLAGS_config := -Wno-missing-field-initializers
-UMT_FUZZ_SRCS_proc := user/meminfo.c user/numa.c user/procfs.c
+UMT_FUZZ_SRCS_proc := user/lib/meminfo.c user/lib/numa.c user/lib/procfs.c user/lib/log.c
 UMT_FUZZ_LIBS_proc := -lz
-UMT_FUZZ_DEPS_proc := user/libcuda.c
-UMT_FUZZ_SRCS_elf := user/elf_syms.c user/cuda_api.c
+UMT_FUZZ_DEPS_proc := user/attach/libcuda.c
+UMT_FUZZ_SRCS_elf := user/attach/elf_syms.c user/model/cuda_api.c
 UMT_FUZZ_LIBS_elf := -lelf
 
 # Seeds, committed; the recording's predate the others and keep their place.
@@ -61,7 +61,7 @@ UMT_FUZZ_WORK_elf := $(UMT_FUZZ_OUT)/corpus-elf
 
 define UMT_FUZZ_RULES
 $(UMT_FUZZ_OUT)/fuzz_$(1): $(UMT_FUZZ_DIR)/fuzz_$(1).c $$(UMT_FUZZ_SRCS_$(1)) \
-		$$(UMT_FUZZ_DEPS_$(1)) $(wildcard user/*.h) bpf/umtrace.h
+		$$(UMT_FUZZ_DEPS_$(1)) $(wildcard user/*/*.h) bpf/umtrace.h
 	@mkdir -p $$(@D)
 	$$(call msg,FUZZ-CC,$$@)
 	$$(Q)$$(FUZZ_CC) $$(UMT_FUZZ_CFLAGS) $$(UMT_FUZZ_CFLAGS_$(1)) $(UMT_FUZZ_DIR)/fuzz_$(1).c \

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target for the entry point lookup (user/elf_syms.c), which
+ * libFuzzer target for the entry point lookup (user/attach/elf_syms.c), which
  * umtrace runs on every libcuda file it finds, including ones inside
  * containers it does not control. elf_syms__resolve() takes a path: the
  * input is written to a memfd and resolved by its /proc/self/fd path, so
@@ -17,8 +17,8 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <linux/types.h>
-#include "cuda_api.h"
-#include "elf_syms.h"
+#include "model/cuda_api.h"
+#include "attach/elf_syms.h"
 
 /* Every probed entry point, and names a real libcuda has beside them. */
 #define N_EXTRA 3

@@ -2,7 +2,7 @@
 /*
  * libFuzzer target for the /proc parsers: /proc/meminfo
  * (meminfo__parse), /proc/zoneinfo's per-CPU lists (meminfo__parse_pcp)
- * and /proc/PID/maps as libcuda discovery reads it (user/libcuda.c).
+ * and /proc/PID/maps as libcuda discovery reads it (user/attach/libcuda.c).
  * The first byte chooses the parser; the rest is the file's text.
  *
  * libcuda.c has no text entry point: its maps reader, scan_maps(), is
@@ -19,11 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "meminfo.h"
+#include "lib/meminfo.h"
 
-#include "../../user/libcuda.c"
-
-bool log_verbose;	/* attach_opts.c's, which this target does not link */
+#include "../../user/attach/libcuda.c"
 
 enum { FUZZ_MEMINFO, FUZZ_PCP, FUZZ_MAPS, FUZZ__COUNT };
 

@@ -5,7 +5,7 @@
  * strings are readable, and account for every byte as read or lost.
  *
  * An input starting with a 0 byte is one chunk's raw records: it is put
- * in a well-formed container first (the format of user/recfile.h, built
+ * in a well-formed container first (the format of user/rec/recfile.h, built
  * here on purpose rather than with the writer), so that mutations reach
  * the record decoder instead of dying at the checksum. Any other input
  * is read as a whole recording file.
@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "callsites.h"
-#include "recording.h"
+#include "model/callsites.h"
+#include "rec/recording.h"
 
 static void put32(uint8_t *p, uint32_t v)
 {

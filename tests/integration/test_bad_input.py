@@ -216,7 +216,7 @@ SANITIZER_MARKS = ("Sanitizer", "runtime error:")
 
 
 def rec_header(version=1, size=172):
-    """A recording's header (user/recfile.h), its CRC right."""
+    """A recording's header (user/rec/recfile.h), its CRC right."""
     h = bytearray(172)
     h[0:8] = b"\x89UMTREC\n"
     struct.pack_into("<IIII", h, 8, version, size, 4096, 0)

@@ -284,7 +284,7 @@ def _rec(kind, *fields):
 
 
 def _write_recording(path, records, page_size=4096):
-    """A recording of one chunk (the last), as user/recfile.h lays it out."""
+    """A recording of one chunk (the last), as user/rec/recfile.h lays it out."""
     hdr = bytearray(172)
     struct.pack_into("<8sIIIIQQ", hdr, 0, b"\x89UMTREC\n", 1, 172, page_size, 0,
                      1_700_000_000 * 10**9, 10**9)

@@ -384,7 +384,7 @@ def test_guard_killed_leaves_kernel_side_armed(env):
 
 
 def node_share(node=0):
-    """A node's part of MemAvailable as the guard reckons it (user/meminfo.h)."""
+    """A node's part of MemAvailable as the guard reckons it (user/lib/meminfo.h)."""
     f = {}
     with open(f"/sys/devices/system/node/node{node}/meminfo") as fh:
         for line in fh:

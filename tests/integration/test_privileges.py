@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """Least privilege: once attached, a long-running umtrace keeps only the
-capabilities its loop needs (user/session.c, session__drop_caps), in every
+capabilities its loop needs (user/attach/session.c, session__drop_caps), in every
 thread, with no way back (no_new_privs, bounding set), and still traces;
 the guard opens no network socket; the files umtrace writes have their
 documented modes and never follow a symlink planted in /tmp."""

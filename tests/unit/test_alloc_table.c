@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include "alloc_table.h"
+#include "model/alloc_table.h"
 #include "check.h"
 
 static struct alloc_entry entry(uint32_t pid, uint32_t space, uint64_t handle,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <stdlib.h>
 #include <string.h>
-#include "callsites.h"
+#include "model/callsites.h"
 #include "check.h"
-#include "cuda_api.h"
+#include "model/cuda_api.h"
 
 static struct umt_call_rec rec(uint32_t pid, uint64_t pages)
 {

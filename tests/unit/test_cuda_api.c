@@ -2,7 +2,7 @@
 #include <string.h>
 #include <linux/types.h>
 #include "check.h"
-#include "cuda_api.h"
+#include "model/cuda_api.h"
 #include "umtrace.h"
 
 /* The BPF side trusts these cookies blindly: check every row. */

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "elf_syms.h"
+#include "model/cuda_api.h"
+#include "attach/elf_syms.h"
 
 /* Set by tests/run.py: the fake libcuda and the CUDA toolkit's stub. */
 static const char *fake_lib, *stub_lib;

@@ -17,9 +17,9 @@
 #include <time.h>
 #include <zlib.h>
 #include "check.h"
-#include "export.h"
-#include "stackset.h"
-#include "timeline.h"
+#include "export/export.h"
+#include "stacks/stackset.h"
+#include "export/timeline.h"
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)

@@ -6,8 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "flight_recorder.h"
+#include "model/cuda_api.h"
+#include "rec/flight_recorder.h"
 
 #define NS 1000000000ULL
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "check.h"
-#include "guard_config.h"
+#include "guard/config.h"
 
 #define GIB (1ULL << 30)
 

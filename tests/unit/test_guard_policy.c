@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include "check.h"
-#include "guard_policy.h"
+#include "guard/policy.h"
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <string.h>
 #include "check.h"
-#include "libcuda_scan.h"
+#include "attach/libcuda_scan.h"
 
 struct seen {
 	uint32_t tgid[8];

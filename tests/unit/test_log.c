@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 #include "check.h"
-#include "clock.h"
-#include "file_writer.h"
-#include "log.h"
+#include "lib/clock.h"
+#include "lib/file_writer.h"
+#include "lib/log.h"
 
 /* stderr becomes a full pipe; returns its read end, or -1. */
 static int stderr_to_full_pipe(int *saved)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <string.h>
 #include "check.h"
-#include "meminfo.h"
-#include "numa.h"
+#include "lib/meminfo.h"
+#include "lib/numa.h"
 
 #define KB 1024ULL
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "check.h"
-#include "metrics.h"
+#include "guard/metrics.h"
 
 static char dir[] = "/tmp/umtrace-test-metrics-XXXXXX";
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <string.h>
 #include "check.h"
-#include "numa.h"
+#include "lib/numa.h"
 
 static bool bit(const uint64_t *b, unsigned int n)
 {

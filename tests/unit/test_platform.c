@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include "check.h"
-#include "platform.h"
+#include "model/platform.h"
 
 #define MIB (1ULL << 20)
 

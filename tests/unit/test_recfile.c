@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
-#include "recfile.h"
+#include "rec/recfile.h"
 
 static char dir[] = "/tmp/umt-recfile-XXXXXX";
 

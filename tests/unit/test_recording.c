@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "recording.h"
+#include "model/cuda_api.h"
+#include "rec/recording.h"
 
 static char dir[] = "/tmp/umt-recording-XXXXXX";
 

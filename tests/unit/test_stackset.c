@@ -4,7 +4,7 @@
 #include <string.h>
 #include <time.h>
 #include "check.h"
-#include "stackset.h"
+#include "stacks/stackset.h"
 
 static const uint64_t one_call[STACK_VAL__COUNT] = { 1, 4096, 1 << 20 };
 

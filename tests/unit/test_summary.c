@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
-#include "cuda_api.h"
-#include "summary.h"
+#include "model/cuda_api.h"
+#include "model/summary.h"
 
 static struct umt_call_rec rec(uint32_t pid, unsigned int api, uint64_t handle,
 			       uint64_t size, uint64_t pages)

@@ -21,9 +21,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "callsites.h"
+#include "model/callsites.h"
 #include "check.h"
-#include "symbolize.h"
+#include "stacks/symbolize.h"
 
 #define TARGET __attribute__((noinline, noclone))
 

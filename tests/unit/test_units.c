@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 #include "check.h"
-#include "units.h"
+#include "lib/units.h"
 
 static void size_ok(const char *s, uint64_t want)
 {

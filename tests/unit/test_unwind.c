@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "stacks/symbolize.h"
+#include "stacks/unwind.h"
 
 /* ---- the table ---- */
 

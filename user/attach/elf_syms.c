@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Resolve all probed entry points in one pass over the ELF file: the real
+ * libcuda is tens of MiB and asking libbpf for one name at a time would
+ * parse it once per probe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <string.h>
+#include <unistd.h>
+#include "attach/elf_syms.h"
+
+#if defined(__x86_64__)
+#define UMT_ELF_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define UMT_ELF_MACHINE EM_AARCH64
+#else
+#error "umtrace supports x86_64 and aarch64"
+#endif
+
+/* Symbol file offset: translate its address through the loadable segment. */
+static uint64_t sym_file_offset(Elf *elf, uint64_t addr)
+{
+	size_t i, n;
+	GElf_Phdr ph;
+
+	if (elf_getphdrnum(elf, &n))
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (!(ph.p_flags & PF_X))
+			continue;
+		if (addr >= ph.p_vaddr && addr < ph.p_vaddr + ph.p_filesz)
+			return addr - ph.p_vaddr + ph.p_offset;
+	}
+	return 0;
+}
+
+static int name_index(const char *sym, const char *const *names, size_t n)
+{
+	size_t len = strcspn(sym, "@");	/* "cuInit@@libcuda.so.1" */
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (strlen(names[i]) == len && !strncmp(sym, names[i], len))
+			return (int)i;
+	return -1;
+}
+
+static int scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
+		       const char *const *names, size_t n, uint64_t *offsets)
+{
+	Elf_Data *data = elf_getdata(scn, NULL);
+	size_t i, count;
+	int found = 0;
+
+	if (!data || !sh->sh_entsize)
+		return 0;
+	count = sh->sh_size / sh->sh_entsize;
+	for (i = 0; i < count; i++) {
+		GElf_Sym sym;
+		const char *nm;
+		int idx, type;
+
+		if (!gelf_getsym(data, i, &sym))
+			continue;
+		type = GELF_ST_TYPE(sym.st_info);
+		if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+		    sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		nm = elf_strptr(elf, sh->sh_link, sym.st_name);
+		if (!nm)
+			continue;
+		idx = name_index(nm, names, n);
+		if (idx < 0 || offsets[idx])
+			continue;
+		offsets[idx] = sym_file_offset(elf, sym.st_value);
+		found += !!offsets[idx];
+	}
+	return found;
+}
+
+int elf_syms__resolve(const char *path, const char *const *names, size_t n,
+		      uint64_t *offsets, const char **why)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Ehdr eh;
+	Elf *elf;
+	int fd, found = 0, err = 0;
+
+	memset(offsets, 0, n * sizeof(*offsets));
+	*why = NULL;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		*why = "libelf initialisation failed";
+		return -EINVAL;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		*why = strerror(errno);
+		return err;
+	}
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
+		*why = "not an ELF file";
+		err = -ENOEXEC;
+		goto out;
+	}
+	if (gelf_getclass(elf) != ELFCLASS64 || eh.e_machine != UMT_ELF_MACHINE) {
+		*why = "ELF file for another architecture or a 32-bit ELF";
+		err = -ENOEXEC;
+		goto out;
+	}
+	if (eh.e_type != ET_DYN && eh.e_type != ET_EXEC) {
+		*why = "not a shared library or executable";
+		err = -ENOEXEC;
+		goto out;
+	}
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB)
+			continue;
+		found += scan_symtab(elf, scn, &sh, names, n, offsets);
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return err ? err : found;
+}

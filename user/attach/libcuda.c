@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "attach/libcuda.h"
+#include "lib/log.h"
+
+/* Where NVIDIA's installers and container runtimes put the driver library. */
+static const char *const driver_dirs[] = {
+	"/usr/lib/x86_64-linux-gnu",
+	"/usr/lib/aarch64-linux-gnu",
+	"/usr/lib/aarch64-linux-gnu/nvidia",
+	"/usr/lib/aarch64-linux-gnu/tegra",
+	"/usr/lib64",
+	"/usr/lib",
+	"/usr/local/nvidia/lib64",
+	"/usr/lib/wsl/lib",
+};
+
+int libcuda_set__add(struct libcuda_set *set, const char *path)
+{
+	struct libcuda *lib;
+	struct stat st;
+	size_t i;
+
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EISDIR;
+	for (i = 0; i < set->n; i++)
+		if (set->libs[i].dev == st.st_dev && set->libs[i].ino == st.st_ino)
+			return 0;
+	if (strlen(path) >= sizeof(lib->path))
+		return -ENAMETOOLONG;
+	if (set->n == set->cap) {
+		size_t cap = set->cap ? set->cap * 2 : 8;
+		struct libcuda *v = realloc(set->libs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		set->libs = v;
+		set->cap = cap;
+	}
+	lib = &set->libs[set->n++];
+	memset(lib, 0, sizeof(*lib));
+	strcpy(lib->path, path);
+	lib->dev = st.st_dev;
+	lib->ino = st.st_ino;
+	return 1;
+}
+
+static void add_from_dir(struct libcuda_set *set, const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/libcuda.so.1", dir) >= (int)sizeof(path))
+		return;
+	if (libcuda_set__add(set, path) > 0)
+		vlog("found %s", path);
+}
+
+static void add_from_ld_library_path(struct libcuda_set *set)
+{
+	const char *env = getenv("LD_LIBRARY_PATH");
+	char *copy, *dir, *save = NULL;
+
+	if (!env || !(copy = strdup(env)))
+		return;
+	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
+		if (*dir)
+			add_from_dir(set, dir);
+	free(copy);
+}
+
+/* "libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1" */
+static void add_from_ld_cache(struct libcuda_set *set)
+{
+	char line[PATH_MAX + 128];
+	FILE *f;
+
+	f = popen("PATH=/sbin:/usr/sbin:/bin:/usr/bin ldconfig -p 2>/dev/null", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *arrow = strstr(line, " => ");
+		const char *name = line + strspn(line, " \t");
+
+		if (!arrow || strncmp(name, "libcuda.so", 10))
+			continue;
+		arrow += 4;
+		arrow[strcspn(arrow, "\n")] = '\0';
+		if (libcuda_set__add(set, arrow) > 0)
+			vlog("found %s in the linker cache", arrow);
+	}
+	pclose(f);
+}
+
+void libcuda_set__add_default(struct libcuda_set *set)
+{
+	size_t i;
+
+	add_from_ld_library_path(set);
+	add_from_ld_cache(set);
+	for (i = 0; i < sizeof(driver_dirs) / sizeof(driver_dirs[0]); i++)
+		add_from_dir(set, driver_dirs[i]);
+}
+
+static bool is_libcuda(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	return base && !strncmp(base + 1, "libcuda.so", 10);
+}
+
+/* Containers see their own files: read the path through /proc/PID/root. */
+static int scan_maps(struct libcuda_set *set, const char *pid)
+{
+	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64];
+	int added = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/');
+
+		if (!file || !strstr(file, "libcuda.so"))
+			continue;
+		file[strcspn(file, "\n")] = '\0';
+		if (strstr(file, " (deleted)") || !is_libcuda(file))
+			continue;
+		if (snprintf(lib, sizeof(lib), "/proc/%s/root%s", pid, file) >= (int)sizeof(lib))
+			continue;
+		if (libcuda_set__add(set, lib) > 0) {
+			vlog("found %s mapped by pid %s", lib, pid);
+			added++;
+		}
+	}
+	fclose(f);
+	return added;
+}
+
+int libcuda_set__scan_proc(struct libcuda_set *set)
+{
+	struct dirent *de;
+	int added = 0, n;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		n = scan_maps(set, de->d_name);
+		added += n > 0 ? n : 0;
+	}
+	closedir(d);
+	return added;
+}
+
+int libcuda_set__scan_pid(struct libcuda_set *set, pid_t pid)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	return scan_maps(set, name);
+}
+
+void libcuda_set__free(struct libcuda_set *set)
+{
+	free(set->libs);
+	memset(set, 0, sizeof(*set));
+}

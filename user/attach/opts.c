@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "attach/opts.h"
+#include "lib/log.h"
+#include "lib/numa.h"
+#include "lib/units.h"
+
+#define DEFAULT_RESCAN_MS 5000
+
+
+void attach_opts__init(struct attach_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->ringbuf_bytes = ATTACH_DEFAULT_RINGBUF;
+	o->rescan_ms = DEFAULT_RESCAN_MS;
+}
+
+/* "-p 12,34" or repeated -p: all of them are traced. */
+static int parse_pids(struct attach_opts *o, const char *arg)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	int err = 0;
+	long v;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (parse_long(tok, 1, 0x7fffffff, &v)) {
+			elog("invalid pid '%s': expected a positive number", tok);
+			err = -EINVAL;
+			break;
+		}
+		if (o->n_pids == ATTACH_MAX_PIDS) {
+			elog("too many pids (at most %d)", ATTACH_MAX_PIDS);
+			err = -EINVAL;
+			break;
+		}
+		o->pids[o->n_pids++] = (pid_t)v;
+	}
+	if (!err && !o->n_pids) {
+		elog("invalid pid '%s'", arg);
+		err = -EINVAL;
+	}
+	free(copy);
+	return err;
+}
+
+static int add_libcuda(struct attach_opts *o, const char *arg)
+{
+	const char **v = realloc(o->libcuda, (o->n_libcuda + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	o->libcuda = v;
+	o->libcuda[o->n_libcuda++] = arg;
+	return 0;
+}
+
+int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
+{
+	uint64_t v;
+
+	switch (opt) {
+	case 'p':
+		return parse_pids(o, arg) ? -EINVAL : 1;
+	case 'v':
+		log_verbose = true;
+		return 1;
+	case OPT_LIBCUDA:
+		if (!*arg) {
+			elog("--libcuda needs a path");
+			return -EINVAL;
+		}
+		return add_libcuda(o, arg) ? -EINVAL : 1;
+	case OPT_RINGBUF:
+		if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30)) {
+			elog("invalid --ringbuf-size '%s': expected a size from 4K to 1G", arg);
+			return -EINVAL;
+		}
+		o->ringbuf_bytes = v;
+		return 1;
+	case OPT_MANAGED_FAULTS:
+		o->managed_faults = true;
+		return 1;
+	case OPT_DEVICE_NODES: {
+		uint64_t bits[UMT_MAX_NODES / 64];
+		char why[160];
+
+		if (strcmp(arg, "auto") && numa__parse_list(arg, bits, why, sizeof(why))) {
+			elog("invalid --device-nodes %s", why);
+			return -EINVAL;
+		}
+		if (strcmp(arg, "auto") && numa__check_online(bits, why, sizeof(why))) {
+			elog("invalid --device-nodes %s: %s", arg, why);
+			return -EINVAL;
+		}
+		o->device_nodes = arg;
+		return 1;
+	}
+	case OPT_PLATFORM:
+		if (platform__parse(arg, &o->platform)) {
+			elog("invalid --platform '%s': expected unified, discrete or auto", arg);
+			return -EINVAL;
+		}
+		return 1;
+	case OPT_RESCAN:
+		if (parse_duration_ms(arg, &v) || (v && v < 100)) {
+			elog("invalid --rescan '%s': expected 0 (off) or an interval of at least 100ms", arg);
+			return -EINVAL;
+		}
+		o->rescan_ms = v;
+		o->rescan_given = true;
+		return 1;
+	}
+	return 0;
+}
+
+void attach_opts__usage(FILE *f)
+{
+	fprintf(f,
+"  -p, --pid PID[,PID...]   trace only these processes and their children\n"
+"      --libcuda PATH       probe this libcuda file (repeatable); default: the\n"
+"                           linker cache, LD_LIBRARY_PATH, the usual driver\n"
+"                           directories and every libcuda mapped by a process\n"
+"      --rescan INTERVAL    look for new libcuda files this often (default 5s,\n"
+"                           0 to turn off)\n"
+"      --ringbuf-size SIZE  BPF ring buffer size (default 8M)\n"
+"      --platform MODEL     host cost of GPU allocations: unified (GB10,\n"
+"                           Jetson: device memory is host RAM), discrete,\n"
+"                           or auto (default: the driver, then what device\n"
+"                           allocations are seen to take)\n"
+"      --managed-faults     charge the pages CPU faults bring into managed\n"
+"                           memory to their allocation (x86 only; hooks every\n"
+"                           user page fault on the host, so it is opt-in)\n"
+"      --device-nodes LIST  NUMA nodes whose memory is not host RAM (1,3-4,\n"
+"                           none; default auto: nodes without CPUs while\n"
+"                           NVIDIA's driver is loaded, as GH200's HBM): their\n"
+"                           pages are counted apart, never as host memory\n"
+"  -v, --verbose            say what is found and attached, show libbpf's log\n");
+}
+
+int attach_opts__bad_option(const char *cmd, int opt, char **argv)
+{
+	if (opt == ':')
+		elog("%s: option '%s' needs a value", cmd, argv[optind - 1]);
+	else if (optopt)
+		elog("%s: unknown option '-%c'; see 'umtrace %s --help'", cmd, optopt, cmd);
+	else
+		elog("%s: unknown option '%s'; see 'umtrace %s --help'", cmd,
+		     argv[optind - 1], cmd);
+	return -EINVAL;
+}
+
+bool attach_opts__has_pid(const struct attach_opts *o, uint32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < o->n_pids; i++)
+		if ((uint32_t)o->pids[i] == pid)
+			return true;
+	return false;
+}
+
+void attach_opts__free(struct attach_opts *o)
+{
+	free(o->libcuda);
+	o->libcuda = NULL;
+	o->n_libcuda = 0;
+}

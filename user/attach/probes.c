@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "model/cuda_api.h"
+#include "attach/elf_syms.h"
+#include "lib/log.h"
+#include "attach/probes.h"
+#include "umtrace.h"
+#include "umtrace.skel.h"
+#include "attach/uprobe_multi.h"
+
+/* Only x86 has a tracepoint that gives a user page fault's address. */
+#if defined(__x86_64__)
+#define HAVE_FAULT_ADDRESS_TRACEPOINT true
+#else
+#define HAVE_FAULT_ADDRESS_TRACEPOINT false
+#endif
+
+#define CAP_SYS_ADMIN_BIT	21
+#define CAP_PERFMON_BIT		38
+#define CAP_BPF_BIT		39
+
+static uint64_t effective_caps(void)
+{
+	char line[256];
+	uint64_t caps = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", (unsigned long long *)&caps) == 1)
+			break;
+	fclose(f);
+	return caps;
+}
+
+static bool has_caps(void)
+{
+	uint64_t c = effective_caps();
+
+	if (c & (1ULL << CAP_SYS_ADMIN_BIT))
+		return true;
+	return (c & (1ULL << CAP_BPF_BIT)) && (c & (1ULL << CAP_PERFMON_BIT));
+}
+
+int probes__check_env(void)
+{
+	if (!has_caps()) {
+		elog("permission denied: run as root, or with CAP_BPF and CAP_PERFMON");
+		return -EPERM;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		elog("this kernel has no BTF (/sys/kernel/btf/vmlinux): it must be built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) != 1) {
+		elog("kernel too old: no BPF ring buffer (needs Linux 5.8 or later)");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, NULL) != 1) {
+		elog("kernel too old: no BPF task storage (needs Linux 5.11 or later)");
+		return -ENOTSUP;
+	}
+	if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE,
+				    BPF_FUNC_get_attach_cookie, NULL) != 1) {
+		elog("kernel too old: no BPF attach cookies (needs Linux 5.15 or later)");
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+static uint64_t ringbuf_size(uint64_t want)
+{
+	uint64_t sz = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	while (sz < want && sz < (1ULL << 30))
+		sz <<= 1;
+	return sz;
+}
+
+/* The running kernel has this tracepoint (tp_btf needs its BTF typedef). */
+static bool kernel_has_tracepoint(const char *name)
+{
+	char type[128];
+	struct btf *btf;
+	bool found;
+
+	btf = btf__load_vmlinux_btf();
+	if (!btf)
+		return false;
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+	btf__free(btf);
+	return found;
+}
+
+static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
+{
+	uint32_t i;
+	long ps = sysconf(_SC_PAGESIZE);
+	int cpus = libbpf_num_possible_cpus();
+
+	skel->rodata->page_shift = (uint32_t)__builtin_ctzl(ps > 0 ? ps : 4096);
+	if (!g)
+		return;
+	skel->rodata->guard_on = g->on;
+	skel->rodata->guard_dry_run = g->dry_run;
+	skel->rodata->guard_scope = g->scope;
+	skel->rodata->guard_self = (uint32_t)getpid();
+	skel->rodata->guard_nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	skel->rodata->guard_cost_apis = g->cost_apis;
+	skel->rodata->guard_n_protect = g->n_protect;
+	for (i = 0; i < g->n_protect && i < UMT_GUARD_MAX_PROTECT; i++)
+		memcpy((char *)skel->rodata->guard_protect[i], g->protect[i], TASK_COMM_LEN);
+}
+
+int probes__load(struct probes *p, const struct probe_cfg *cfg)
+{
+	struct umtrace_bpf *skel;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	skel = umtrace_bpf__open();
+	if (!skel) {
+		err = -errno;
+		elog("cannot open the BPF object: %s", strerror(errno));
+		return err;
+	}
+	p->multi = uprobe_multi__supported() && !getenv("UMTRACE_NO_UPROBE_MULTI");
+	if (p->multi) {
+		bpf_program__set_expected_attach_type(skel->progs.gpu_call_entry,
+						      UMT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.gpu_call_return,
+						      UMT_BPF_TRACE_UPROBE_MULTI);
+	}
+	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
+	     "one perf event per entry point");
+	skel->rodata->filter_pids = cfg->filter_pids;
+	skel->rodata->count_proc_pages = cfg->proc_pages;
+	skel->rodata->ustack_bytes = cfg->ustack_bytes < UMT_USTACK_MAX ?
+				     cfg->ustack_bytes : UMT_USTACK_MAX;
+	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
+	skel->rodata->count_outside = cfg->count_outside;
+	skel->rodata->count_kthreads = cfg->count_kthreads;
+	skel->rodata->skip_softirq_frees = cfg->skip_softirq_frees;
+	bpf_program__set_autoload(skel->progs.softirq_entry, cfg->skip_softirq_frees);
+	bpf_program__set_autoload(skel->progs.softirq_exit, cfg->skip_softirq_frees);
+	if (cfg->nodes && cfg->nodes->n_device) {
+		skel->rodata->any_device_node = true;
+		skel->rodata->node_flags_shift = cfg->nodes->flags_shift;
+		memcpy((void *)skel->rodata->device_nodes, cfg->nodes->device,
+		       sizeof(cfg->nodes->device));
+	}
+	if (cfg->batch_wakeups)
+		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
+	skel->rodata->ustack_max_backlog = ringbuf_size(cfg->ringbuf_bytes) / 4;
+	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
+	/*
+	 * Enabling page_fault_user puts every user page fault of the host on
+	 * the traced path: 0.3 to 0.5 us each in a fault storm here.
+	 */
+	skel->rodata->track_managed = cfg->managed_faults && HAVE_FAULT_ADDRESS_TRACEPOINT;
+	bpf_program__set_autoload(skel->progs.managed_fault,
+				  cfg->managed_faults && HAVE_FAULT_ADDRESS_TRACEPOINT);
+	if (cfg->managed_faults && !HAVE_FAULT_ADDRESS_TRACEPOINT)
+		wlog("--managed-faults: this architecture has no tracepoint with the fault address");
+	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
+	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);
+	set_guard(skel, cfg->guard);
+	bpf_program__set_autoload(skel->progs.direct_reclaim,
+				  cfg->guard || cfg->count_outside);
+	bpf_program__set_autoload(skel->progs.kswapd_wake, !!cfg->guard);
+	bpf_program__set_autoload(skel->progs.rss_stat, cfg->count_kthreads);
+	bpf_program__set_autoload(skel->progs.task_rename,
+				  cfg->guard && cfg->guard->scope == UMT_SCOPE_COMM);
+	bpf_program__set_autoload(skel->progs.task_prepare_exec,
+				  kernel_has_tracepoint("sched_prepare_exec"));
+
+	err = umtrace_bpf__load(skel);
+	if (err) {
+		elog("cannot load the BPF programs: %s%s", strerror(-err),
+		     log_verbose ? "" : " (run with -v for the verifier's log)");
+		umtrace_bpf__destroy(skel);
+		return err;
+	}
+	p->skel = skel;
+	return 0;
+}
+
+static int keep_link(struct probes *p, struct bpf_link *link)
+{
+	if (p->n_links == p->cap_links) {
+		size_t cap = p->cap_links ? p->cap_links * 2 : 64;
+		struct bpf_link **v = realloc(p->links, cap * sizeof(*v));
+
+		if (!v) {
+			bpf_link__destroy(link);
+			return -ENOMEM;
+		}
+		p->links = v;
+		p->cap_links = cap;
+	}
+	p->links[p->n_links++] = link;
+	return 0;
+}
+
+static int attach_prog(struct probes *p, struct bpf_program *prog)
+{
+	struct bpf_link *link;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	link = bpf_program__attach(prog);
+	if (!link) {
+		int err = -errno;
+
+		elog("cannot attach %s: %s", bpf_program__name(prog), strerror(-err));
+		return err;
+	}
+	return keep_link(p, link);
+}
+
+int probes__attach_kernel(struct probes *p)
+{
+	struct bpf_program *prog;
+	int err;
+
+	bpf_object__for_each_program(prog, p->skel->obj) {
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
+			continue;	/* the uprobes go per library */
+		err = attach_prog(p, prog);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int attach_uprobe(struct probes *p, const char *path, uint64_t off,
+			 uint64_t cookie, bool ret)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
+	struct bpf_program *prog = ret ? p->skel->progs.gpu_call_return :
+					 p->skel->progs.gpu_call_entry;
+	struct bpf_link *link;
+
+	link = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
+	if (!link)
+		return -errno;
+	return keep_link(p, link);
+}
+
+static int keep_multi_fd(struct probes *p, int fd)
+{
+	if (p->n_multi == p->cap_multi) {
+		size_t cap = p->cap_multi ? p->cap_multi * 2 : 8;
+		int *v = realloc(p->multi_fds, cap * sizeof(*v));
+
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		p->multi_fds = v;
+		p->cap_multi = cap;
+	}
+	p->multi_fds[p->n_multi++] = fd;
+	return 0;
+}
+
+static int attach_multi(struct probes *p, const char *path, const uint64_t *offs,
+			const uint64_t *cookies, size_t n)
+{
+	int fd, err;
+
+	fd = uprobe_multi__attach(bpf_program__fd(p->skel->progs.gpu_call_entry),
+				  path, offs, cookies, n, false);
+	if (fd < 0)
+		return fd;
+	err = keep_multi_fd(p, fd);
+	if (err)
+		return err;
+	fd = uprobe_multi__attach(bpf_program__fd(p->skel->progs.gpu_call_return),
+				  path, offs, cookies, n, true);
+	if (fd < 0)
+		return fd;
+	return keep_multi_fd(p, fd);
+}
+
+static int attach_classic(struct probes *p, const char *path, const uint64_t *offs,
+			  const uint64_t *cookies, size_t n)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < n; i++) {
+		err = attach_uprobe(p, path, offs[i], cookies[i], false);
+		if (!err)
+			err = attach_uprobe(p, path, offs[i], cookies[i], true);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* Symbols that are aliases of one function get one probe pair. */
+static bool seen_offset(const uint64_t *offs, unsigned int i)
+{
+	unsigned int j;
+
+	for (j = 0; j < i; j++)
+		if (offs[j] == offs[i])
+			return true;
+	return false;
+}
+
+int probes__attach_lib(struct probes *p, const char *path, bool discovered)
+{
+	const char *names[UMT_API__COUNT];
+	uint64_t offs[UMT_API__COUNT], at[UMT_API__COUNT], cookies[UMT_API__COUNT];
+	const char *why;
+	unsigned int i;
+	size_t n = 0;
+	int found, err;
+
+	for (i = 0; i < UMT_API__COUNT; i++)
+		names[i] = cuda_api__name(i);
+	found = elf_syms__resolve(path, names, UMT_API__COUNT, offs, &why);
+	/* Found in a process that has exited (or a container gone) since. */
+	if (found == -ENOENT && discovered) {
+		vlog("%s: %s", path, why);
+		return found;
+	}
+	if (found < 0) {
+		elog("%s: %s", path, why);
+		return found;
+	}
+	for (i = 0; i < UMT_API__COUNT; i++) {
+		if (!offs[i]) {
+			vlog("%s: no %s", path, names[i]);
+			continue;
+		}
+		if (seen_offset(offs, i))
+			continue;
+		at[n] = offs[i];
+		cookies[n++] = cuda_api__get(i)->cookie;
+	}
+	if (!n)
+		return 0;
+	err = p->multi ? attach_multi(p, path, at, cookies, n) :
+			 attach_classic(p, path, at, cookies, n);
+	if (err) {
+		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
+		return err;
+	}
+	vlog("%s: %zu of %d entry points probed", path, n, UMT_API__COUNT);
+	return (int)n;
+}
+
+int probes__add_pid(struct probes *p, pid_t pid)
+{
+	__u32 key = (__u32)pid;
+	__u8 one = 1;
+
+	if (bpf_map__update_elem(p->skel->maps.traced_pids, &key, sizeof(key),
+				 &one, sizeof(one), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int probes__outside_pages(const struct probes *p, uint32_t pid,
+			  uint64_t *taken, uint64_t *freed)
+{
+	struct umt_gpu_proc v;
+
+	if (bpf_map__lookup_elem(p->skel->maps.gpu_procs, &pid, sizeof(pid),
+				 &v, sizeof(v), 0))
+		return -errno;
+	*taken = v.outside_alloc;
+	*freed = v.outside_freed;
+	return 0;
+}
+
+int probes__events_fd(const struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.events);
+}
+
+int probes__managed_fd(const struct probes *p)
+{
+	if (!p->skel || !p->skel->rodata->track_managed)
+		return -1;
+	return bpf_map__fd(p->skel->maps.managed_allocs);
+}
+
+int probes__kthreads_fd(const struct probes *p)
+{
+	if (!p->skel || !p->skel->rodata->count_kthreads)
+		return -1;
+	return bpf_map__fd(p->skel->maps.kthread_pages);
+}
+
+int probes__proc_pages_fd(const struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.proc_pages);
+}
+
+void probes__stats(const struct probes *p, struct probe_stats *st)
+{
+	st->rec_total = p->skel->bss->rec_total;
+	st->rec_dropped = p->skel->bss->rec_dropped;
+	st->storage_failed = p->skel->bss->storage_failed;
+	st->ustack_skipped = p->skel->bss->ustack_skipped;
+	st->open_windows = p->skel->bss->open_windows;
+}
+
+#define DETACH_THREADS 64
+
+struct detach_job {
+	struct bpf_link **links;
+	size_t first, n, stride;
+};
+
+static void *detach_some(void *arg)
+{
+	struct detach_job *job = arg;
+	size_t i;
+
+	for (i = job->first; i < job->n; i += job->stride)
+		bpf_link__destroy(job->links[i]);
+	return NULL;
+}
+
+/*
+ * Closing a uprobe's perf event waits for an RCU grace period, about 0.1 s
+ * here: 52 probes closed one after the other kept umtrace from exiting for
+ * 5 s. Closed from many threads at once, the waits overlap.
+ */
+static void detach_all(struct bpf_link **links, size_t n)
+{
+	struct detach_job jobs[DETACH_THREADS];
+	pthread_t tids[DETACH_THREADS];
+	size_t t, nt = n < DETACH_THREADS ? n : DETACH_THREADS;
+	bool started[DETACH_THREADS] = {};
+
+	for (t = 0; t < nt; t++) {
+		jobs[t] = (struct detach_job){ links, t, n, nt };
+		started[t] = !pthread_create(&tids[t], NULL, detach_some, &jobs[t]);
+		if (!started[t])
+			detach_some(&jobs[t]);
+	}
+	for (t = 0; t < nt; t++)
+		if (started[t])
+			pthread_join(tids[t], NULL);
+}
+
+void probes__destroy(struct probes *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n_multi; i++)
+		close(p->multi_fds[i]);
+	free(p->multi_fds);
+	detach_all(p->links, p->n_links);
+	free(p->links);
+	umtrace_bpf__destroy(p->skel);
+	memset(p, 0, sizeof(*p));
+}
+
+unsigned int probes__n_loaded(const struct probes *p)
+{
+	struct bpf_program *prog;
+	unsigned int n = 0;
+
+	if (!p->skel)
+		return 0;
+	bpf_object__for_each_program(prog, p->skel->obj)
+		n += bpf_program__autoload(prog);
+	return n;
+}
+
+bool probes__can_track_managed(void)
+{
+	return HAVE_FAULT_ADDRESS_TRACEPOINT;
+}

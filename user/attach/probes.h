@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The loader: checks what the kernel offers, loads the BPF object, attaches
+ * the page tracepoints and the libcuda uprobes, and detaches it all.
+ */
+#ifndef UMTRACE_PROBES_H
+#define UMTRACE_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <linux/types.h>
+#include "umtrace.h"
+#include "lib/numa.h"
+
+struct umtrace_bpf;
+struct bpf_link;
+
+/* The guard's kernel side (bpf/guard.bpf.h), fixed at load. */
+struct guard_kcfg {
+	bool on;
+	bool dry_run;		/* decide and report, send nothing */
+	uint32_t scope;		/* enum umt_guard_scope */
+	uint64_t cost_apis;	/* bit n: API n's size costs host memory */
+	uint32_t n_protect;
+	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
+};
+
+struct probe_cfg {
+	uint64_t ringbuf_bytes;	/* rounded up to a power of two pages */
+	bool filter_pids;	/* only processes added with probes__add_pid */
+	bool proc_pages;	/* no libcuda: count host pages per process */
+	uint32_t ustack_bytes;	/* raw stack per GPU call for DWARF unwinding, 0: none */
+	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
+	bool count_outside;	/* host pages GPU processes take outside calls */
+	bool count_kthreads;	/* host pages kernel threads take (kthreads.c) */
+	bool managed_faults;	/* charge managed first-touch pages (x86) */
+	bool skip_softirq_frees;	/* softirqs' frees are no task's (not for the guard) */
+	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
+	const struct guard_kcfg *guard;	/* NULL: no guard */
+};
+
+struct probes {
+	struct umtrace_bpf *skel;
+	struct bpf_link **links;	/* tracepoints, classic uprobes */
+	size_t n_links, cap_links;
+	int *multi_fds;			/* multi-uprobe links, two per library */
+	size_t n_multi, cap_multi;
+	bool multi;			/* the kernel has multi-uprobe links */
+};
+
+struct probe_stats {
+	uint64_t rec_total;
+	uint64_t rec_dropped;
+	uint64_t storage_failed;
+	uint64_t ustack_skipped;	/* calls sent with frame-pointer stacks only */
+	int64_t open_windows;
+};
+
+/* Root or CAP_BPF+CAP_PERFMON, kernel BTF, needed BPF features: 0 or -errno. */
+int probes__check_env(void);
+int probes__load(struct probes *p, const struct probe_cfg *cfg);
+int probes__attach_kernel(struct probes *p);
+/*
+ * Attach to every probed symbol the library defines; returns how many.
+ * discovered: found in a process's mappings, so it may be gone already.
+ */
+int probes__attach_lib(struct probes *p, const char *path, bool discovered);
+int probes__add_pid(struct probes *p, pid_t pid);
+/* Host pages pid took and freed outside GPU calls (count_outside). */
+int probes__outside_pages(const struct probes *p, uint32_t pid,
+			  uint64_t *taken, uint64_t *freed);
+int probes__events_fd(const struct probes *p);
+int probes__proc_pages_fd(const struct probes *p);
+/* Live managed allocations (managed_faults on x86), -1 without them. */
+int probes__managed_fd(const struct probes *p);
+/* The kernel threads' pages map (count_kthreads), -1 without it. */
+int probes__kthreads_fd(const struct probes *p);
+void probes__stats(const struct probes *p, struct probe_stats *st);
+void probes__destroy(struct probes *p);
+/* The programs this load verified. */
+unsigned int probes__n_loaded(const struct probes *p);
+/* Does this architecture have the tracepoint --managed-faults needs? */
+bool probes__can_track_managed(void);
+
+#endif /* UMTRACE_PROBES_H */

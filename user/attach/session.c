@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "attach/caps.h"
+#include "lib/log.h"
+#include "attach/session.h"
+
+static volatile sig_atomic_t exiting;
+static volatile sig_atomic_t exit_signal;
+
+static void on_signal(int sig)
+{
+	exiting = 1;
+	exit_signal = sig;
+}
+
+void session__stop(void)
+{
+	exiting = 1;
+}
+
+void session__init(struct session *s, struct attach_opts *ao, char **cmd,
+		   const struct session_ops *ops, void *ctx)
+{
+	memset(s, 0, sizeof(*s));
+	memset(s->pidfds, -1, sizeof(s->pidfds));
+	s->ao = ao;
+	s->cmd = cmd;
+	s->ops = ops;
+	s->ctx = ctx;
+	s->tick_ms = 1000;
+	s->poll_ms = 100;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * A pidfd tells when a traced process is gone, zombie included (kill(pid,
+ * 0) still succeeds on a zombie); where the kernel has none, kill() it is.
+ */
+static int open_pids(struct session *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->ao->n_pids; i++) {
+		s->pidfds[i] = (int)syscall(SYS_pidfd_open, s->ao->pids[i], 0);
+		if (s->pidfds[i] >= 0 || errno == ENOSYS)
+			continue;
+		if (errno == ESRCH) {
+			elog("no process with pid %d", s->ao->pids[i]);
+			return -ESRCH;
+		}
+		elog("pid %d: %s", s->ao->pids[i], strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static bool pid_gone(const struct session *s, size_t i)
+{
+	struct pollfd pfd = { .fd = s->pidfds[i], .events = POLLIN };
+
+	if (pfd.fd < 0)
+		return kill(s->ao->pids[i], 0) && errno == ESRCH;
+	return poll(&pfd, 1, 0) > 0;
+}
+
+static bool pids_gone(const struct session *s)
+{
+	size_t i;
+
+	if (!s->ao->n_pids)
+		return false;
+	for (i = 0; i < s->ao->n_pids; i++)
+		if (!pid_gone(s, i))
+			return false;
+	return true;
+}
+
+/* Explicit --libcuda paths must all work; a bad one is an error. */
+static int find_libs(struct session *s)
+{
+	size_t i;
+	int err;
+
+	for (i = 0; i < s->ao->n_libcuda; i++) {
+		err = libcuda_set__add(&s->libs, s->ao->libcuda[i]);
+		if (err == -EISDIR) {
+			elog("--libcuda %s: is not a regular file", s->ao->libcuda[i]);
+			return err;
+		}
+		if (err < 0) {
+			elog("--libcuda %s: %s", s->ao->libcuda[i], strerror(-err));
+			return err;
+		}
+	}
+	if (s->ao->n_libcuda)
+		return 0;
+	libcuda_set__add_default(&s->libs);
+	libcuda_set__scan_proc(&s->libs);
+	return 0;
+}
+
+/* Attach to the libraries not yet probed; errors are fatal when explicit. */
+static int attach_new_libs(struct session *s)
+{
+	bool explicit = s->ao->n_libcuda;
+	size_t i;
+	int n;
+
+	for (i = 0; i < s->libs.n; i++) {
+		struct libcuda *lib = &s->libs.libs[i];
+
+		if (lib->probed)
+			continue;
+		lib->probed = true;
+		n = probes__attach_lib(&s->probes, lib->path, !explicit);
+		lib->n_probed = n > 0 ? n : 0;
+		if (n == 0) {
+			if (explicit) {
+				elog("%s: defines none of the CUDA allocation entry points", lib->path);
+				return -ENOENT;
+			}
+			wlog("%s: defines none of the CUDA allocation entry points", lib->path);
+			continue;
+		}
+		if (n < 0 && explicit)
+			return n;
+	}
+	/* Said once all are attached: a bad --libcuda makes a one-line error. */
+	for (i = 0; i < s->libs.n; i++) {
+		struct libcuda *lib = &s->libs.libs[i];
+
+		if (lib->n_probed && !lib->said) {
+			elog("probing %d entry points in %s", lib->n_probed,
+				lib->path);
+			lib->said = true;
+		}
+	}
+	return 0;
+}
+
+/* A raw stack record whose lengths stay inside what arrived. */
+static bool ustack_ok(const struct umt_ustack_rec *r, size_t size)
+{
+	return size >= sizeof(*r) && r->stack_len <= sizeof(r->stack) &&
+	       r->nregs <= UMT_USTACK_REGS;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct session *s = ctx;
+	const struct umt_call_rec *r = data;
+
+	if (size < sizeof(r->type)) {
+		s->bad_records++;
+		return 0;
+	}
+	switch (r->type) {
+	case UMT_REC_CALL:
+		if (size < sizeof(*r))
+			break;
+		if (s->ops->on_call)
+			s->ops->on_call(s->ctx, r);
+		return 0;
+	case UMT_REC_PROC_EXIT:
+		if (size < sizeof(struct umt_proc_exit_rec))
+			break;
+		if (s->ops->on_exit)
+			s->ops->on_exit(s->ctx, data);
+		return 0;
+	case UMT_REC_USTACK:
+		if (!ustack_ok(data, size))
+			break;
+		if (s->ops->on_ustack)
+			s->ops->on_ustack(s->ctx, data);
+		return 0;
+	case UMT_REC_GUARD:
+		if (size < sizeof(struct umt_guard_rec))
+			break;
+		if (s->ops->on_guard)
+			s->ops->on_guard(s->ctx, data);
+		return 0;
+	case UMT_REC_SCOPE_ASK:
+		if (size < sizeof(struct umt_scope_ask_rec))
+			break;
+		if (s->ops->on_scope_ask)
+			s->ops->on_scope_ask(s->ctx, data);
+		return 0;
+	}
+	s->bad_records++;
+	return 0;
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/*
+ * The NUMA nodes that are not host RAM. A list the user gave that cannot
+ * be used is an error; what auto finds but cannot use is a warning.
+ */
+static int device_nodes(struct session *s)
+{
+	const char *spec = s->ao->device_nodes;
+	char why[200], list[64];
+	int err;
+
+	err = numa__device_nodes(spec, &s->nodes, why, sizeof(why));
+	if (err && spec && strcmp(spec, "auto")) {
+		elog("--device-nodes %s: %s", spec, why);
+		return err;
+	}
+	if (err)
+		wlog("GPU memory nodes found, but %s: their pages count as host memory", why);
+	else if (s->nodes.n_device)
+		elog("%u NUMA node(s) are not host RAM (%s): their pages are counted apart",
+		     s->nodes.n_device, numa__format(&s->nodes, list, sizeof(list)));
+	return 0;
+}
+
+static int load_and_attach(struct session *s)
+{
+	struct probe_cfg cfg = {
+		.ringbuf_bytes = s->ao->ringbuf_bytes,
+		.filter_pids = s->ao->n_pids || s->cmd,
+		.proc_pages = s->pages_mode,
+		/* Nobody to unwind them: keep them out of the ring buffer. */
+		.ustack_bytes = s->ops->on_ustack ? s->ustack_bytes : 0,
+		.batch_wakeups = s->batch_wakeups,
+		.count_outside = s->count_outside,
+		.count_kthreads = s->count_kthreads,
+		.managed_faults = s->ao->managed_faults,
+		.skip_softirq_frees = !s->guard,
+		.nodes = &s->nodes,
+		.guard = s->guard,
+	};
+	size_t i;
+	int err;
+
+	err = device_nodes(s);
+	if (!err)
+		err = probes__load(&s->probes, &cfg);
+	if (err)
+		return err;
+	for (i = 0; i < s->ao->n_pids; i++)
+		if ((err = probes__add_pid(&s->probes, s->ao->pids[i])))
+			return err;
+	if (s->have_cmd && (err = probes__add_pid(&s->probes, s->launched.pid)))
+		return err;
+	err = probes__attach_kernel(&s->probes);
+	if (!err)
+		err = attach_new_libs(s);
+	if (err)
+		return err;
+	s->rb = ring_buffer__new(probes__events_fd(&s->probes), on_record, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		elog("cannot open the ring buffer: %s", strerror(errno));
+	}
+	return err;
+}
+
+/* No library named: look for libcuda in processes every rescan_ms. */
+static bool rescans(const struct session *s)
+{
+	return !s->ao->n_libcuda && s->ao->rescan_ms;
+}
+
+/* Will the rescan attach perf-event uprobes later? */
+static bool rescan_needs_sys_admin(const struct session *s)
+{
+	return rescans(s) && !s->probes.multi;
+}
+
+/*
+ * What the loop still needs once attached: CAP_BPF and CAP_PERFMON to
+ * attach to the libcuda files the rescan finds later (and, before Linux
+ * 6.5 with unprivileged BPF off, for every bpf() call on the maps);
+ * CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH to read other users'
+ * /proc/PID/maps and /proc/PID/root and the files behind them (rescan,
+ * symbolization); the guard's CAP_KILL to stop other users' processes.
+ * uid 0 stays, so the root-owned files it writes (state file,
+ * cgroup.freeze, pins) need nothing more.
+ */
+void session__drop_caps(struct session *s)
+{
+	cap_value_t keep[CAPS_KEEP_MAX];
+	size_t n = 0;
+	int err;
+
+	keep[n++] = CAP_BPF;
+	keep[n++] = CAP_PERFMON;
+	/*
+	 * Let in by CAP_SYS_ADMIN alone (see probes__check_env): bpf() needs
+	 * it still. And creating a perf-event uprobe takes CAP_SYS_ADMIN
+	 * again: a security fix reverted perf_uprobe_event_init() from
+	 * CAP_PERFMON (c9e0924e5c2b) and went to the stable kernels, so
+	 * CAP_PERFMON alone gets EACCES (6.18 here). Multi-uprobe links do
+	 * not ask for it.
+	 */
+	if (!caps__permitted(CAP_BPF) || !caps__permitted(CAP_PERFMON) ||
+	    rescan_needs_sys_admin(s))
+		keep[n++] = CAP_SYS_ADMIN;
+	keep[n++] = CAP_SYS_PTRACE;
+	keep[n++] = CAP_DAC_READ_SEARCH;
+	if (s->guard)
+		keep[n++] = CAP_KILL;
+	err = caps__drop_to(keep, n);
+	if (err == -EBUSY)
+		wlog("threads started before the probes were attached keep their capabilities");
+	else if (err)
+		wlog("cannot drop capabilities (continuing with them): %s", strerror(-err));
+	else
+		vlog("capabilities dropped to what attaching and symbolizing need");
+}
+
+/*
+ * Before the first look through /proc: the iterator's first listing is
+ * taken as seen, and whatever maps a library after it shows at the next.
+ */
+static void open_scan(struct session *s)
+{
+	int err = libcuda_scan__open(&s->scan);
+
+	if (err)
+		vlog("rescan: no task iterator (%s): reading every /proc/PID/maps",
+		     strerror(-err));
+}
+
+int session__start(struct session *s)
+{
+	int err;
+
+	install_signals();
+	err = probes__check_env();
+	if (!err)
+		err = open_pids(s);
+	if (!err && rescans(s))
+		open_scan(s);
+	if (!err)
+		err = find_libs(s);
+	if (err)
+		return err;
+	s->pages_mode = !s->libs.n;
+	if (s->pages_mode)
+		wlog("no libcuda found (linker cache, LD_LIBRARY_PATH, driver directories, running processes); "
+		     "counting host pages per process instead; use --libcuda PATH to name one");
+	if (s->cmd) {
+		err = launch__start(&s->launched, s->cmd);
+		if (err) {
+			elog("cannot start %s: %s", s->cmd[0], strerror(-err));
+			return err;
+		}
+		s->have_cmd = true;
+	}
+	err = load_and_attach(s);
+	if (!err && !s->drop_caps_later)
+		session__drop_caps(s);
+	if (!err && s->have_cmd)
+		err = launch__release(&s->launched);
+	if (err && s->have_cmd)
+		launch__abort(&s->launched);
+	return err;
+}
+
+static void report_drops(struct session *s)
+{
+	struct probe_stats st;
+
+	probes__stats(&s->probes, &st);
+	if (st.rec_dropped == s->drops_reported)
+		return;
+	wlog("%llu records lost: the ring buffer was full (raise --ringbuf-size)",
+	     (unsigned long long)(st.rec_dropped - s->drops_reported));
+	s->drops_reported = st.rec_dropped;
+}
+
+static void report_skipped_stacks(struct session *s)
+{
+	struct probe_stats st;
+
+	probes__stats(&s->probes, &st);
+	if (st.ustack_skipped)
+		wlog("%llu calls kept only their frame-pointer stack: the ring buffer was too "
+		     "full for their raw stacks (raise --ringbuf-size)",
+		     (unsigned long long)st.ustack_skipped);
+}
+
+static void rescan(struct session *s)
+{
+	int n = -1;
+
+	if (s->scan.skel) {
+		n = libcuda_scan__run(&s->scan, &s->libs);
+		if (n < 0) {
+			vlog("rescan: the iterator failed (%s): reading every /proc/PID/maps "
+			     "from now on", strerror(-n));
+			libcuda_scan__close(&s->scan);
+		}
+	}
+	if (n < 0)
+		n = libcuda_set__scan_proc(&s->libs);
+	if (n > 0)
+		attach_new_libs(s);
+}
+
+/*
+ * Wake for the next tick, not past it: with batched wake-ups an idle
+ * daemon then wakes once a tick instead of once a poll_ms.
+ */
+static int poll_timeout(const struct session *s, uint64_t next_tick)
+{
+	uint64_t now = mono_ms();
+
+	if (next_tick <= now)
+		return 0;
+	return next_tick - now < (uint64_t)s->poll_ms ? (int)(next_tick - now) : s->poll_ms;
+}
+
+int session__run(struct session *s)
+{
+	uint64_t start = mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
+	int err;
+
+	next_scan = rescans(s) ? start + s->ao->rescan_ms : UINT64_MAX;
+	while (!exiting) {
+		err = ring_buffer__poll(s->rb, poll_timeout(s, next_tick));
+		/* Records sent without a wake-up are read here. */
+		if (err >= 0 && s->batch_wakeups)
+			err = ring_buffer__consume(s->rb);
+		if (err < 0 && err != -EINTR) {
+			elog("reading the ring buffer: %s", strerror(-err));
+			return err;
+		}
+		now = mono_ms();
+		if (now >= next_tick) {
+			report_drops(s);
+			if (s->ops->on_tick)
+				s->ops->on_tick(s->ctx);
+			next_tick = now + s->tick_ms;
+		}
+		if (now >= next_scan) {
+			rescan(s);
+			next_scan = now + s->ao->rescan_ms;
+		}
+		if (s->have_cmd && launch__done(&s->launched))
+			break;
+		if (pids_gone(s))
+			break;
+		if (s->duration_ms && now - start >= s->duration_ms)
+			break;
+	}
+	/* Whatever the traced processes sent before they exited is queued. */
+	err = ring_buffer__consume(s->rb);
+	report_drops(s);
+	report_skipped_stacks(s);
+	return err < 0 ? err : 0;
+}
+
+void session__stats(const struct session *s, struct probe_stats *st)
+{
+	probes__stats(&s->probes, st);
+}
+
+int session__exit_code(struct session *s, int err)
+{
+	if (err)
+		return 1;
+	if (!s->have_cmd)
+		return 0;
+	if (launch__done(&s->launched))
+		return launch__exit_code(&s->launched);
+	return 128 + (exit_signal ? exit_signal : SIGTERM);
+}
+
+void session__close(struct session *s)
+{
+	size_t i;
+
+	ring_buffer__free(s->rb);
+	s->rb = NULL;
+	if (s->probes.skel)
+		probes__destroy(&s->probes);
+	if (s->scan.skel)
+		libcuda_scan__close(&s->scan);
+	libcuda_set__free(&s->libs);
+	for (i = 0; i < ATTACH_MAX_PIDS; i++)
+		if (s->pidfds[i] >= 0)
+			close(s->pidfds[i]);
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A tracing session, shared by every subcommand that attaches probes:
+ * find libcuda, start COMMAND held, load and attach, poll the ring buffer,
+ * rescan for new libraries, report lost records, stop on a signal, on
+ * COMMAND's end, when the -p processes are gone or after a duration.
+ * Subcommands only say what to do with each record.
+ */
+#ifndef UMTRACE_SESSION_H
+#define UMTRACE_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "attach/opts.h"
+#include "attach/launch.h"
+#include "attach/libcuda.h"
+#include "attach/libcuda_scan.h"
+#include "attach/probes.h"
+#include "umtrace.h"
+
+struct ring_buffer;
+
+struct session_ops {
+	void (*on_call)(void *ctx, const struct umt_call_rec *r);
+	void (*on_exit)(void *ctx, const struct umt_proc_exit_rec *r);
+	void (*on_tick)(void *ctx);	/* once per tick_ms */
+	/* Raw stack at a call's entry; comes before that call's on_call. */
+	void (*on_ustack)(void *ctx, const struct umt_ustack_rec *r);
+	/* The guard's kernel side stopped (or, dry, would stop) a process. */
+	void (*on_guard)(void *ctx, const struct umt_guard_rec *r);
+	/* The guard's kernel side wants a process name's scope verdict. */
+	void (*on_scope_ask)(void *ctx, const struct umt_scope_ask_rec *r);
+};
+
+struct session {
+	struct attach_opts *ao;
+	char **cmd;			/* argv of COMMAND, or NULL */
+	const struct session_ops *ops;
+	void *ctx;
+	uint64_t tick_ms;		/* on_tick may change it */
+	int poll_ms;			/* longest ring buffer wait */
+	uint64_t duration_ms;		/* 0: until stopped */
+	bool quiet_pages;		/* no-libcuda mode prints nothing */
+	uint32_t ustack_bytes;		/* raw stack per call for on_ustack, 0: none */
+	/*
+	 * Let records wait (up to a poll interval, 100 ms) instead of waking
+	 * the reader for each: a third of the CPU at high call rates. Not for
+	 * subcommands that must read a process's maps while it is alive.
+	 */
+	bool batch_wakeups;
+	bool count_outside;		/* see struct probe_cfg */
+	bool count_kthreads;		/* see struct probe_cfg */
+	const struct guard_kcfg *guard;	/* NULL: no guard */
+	/*
+	 * The caller calls session__drop_caps() itself, later: the guard,
+	 * once its links are pinned (mounting a bpffs takes CAP_SYS_ADMIN).
+	 */
+	bool drop_caps_later;
+	/* state */
+	int pidfds[ATTACH_MAX_PIDS];	/* readable once the process is gone */
+	struct probes probes;
+	struct numa_nodes nodes;	/* device nodes in force */
+	struct ring_buffer *rb;
+	struct libcuda_set libs;
+	struct libcuda_scan scan;	/* the rescan in the kernel; skel NULL: /proc */
+	struct launched launched;
+	bool have_cmd;
+	bool pages_mode;		/* no libcuda: host pages per process */
+	uint64_t drops_reported;
+	uint64_t bad_records;
+};
+
+void session__init(struct session *s, struct attach_opts *ao, char **cmd,
+		   const struct session_ops *ops, void *ctx);
+/*
+ * Everything up to the probes being attached, the capabilities dropped
+ * (unless drop_caps_later) and COMMAND released.
+ */
+int session__start(struct session *s);
+/*
+ * Keep only the capabilities the loop needs from now on (the guard's,
+ * with a guard_kcfg, also CAP_KILL); a failure is a warning. Start no
+ * thread before it: a thread keeps what it had.
+ */
+void session__drop_caps(struct session *s);
+/* Poll until a stop condition; 0 or -errno. */
+int session__run(struct session *s);
+/* Ask the loop to stop (async-signal-safe). */
+void session__stop(void);
+void session__stats(const struct session *s, struct probe_stats *st);
+/* The process exit code: COMMAND's status when there is one. */
+int session__exit_code(struct session *s, int err);
+void session__close(struct session *s);
+
+#endif /* UMTRACE_SESSION_H */

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * umtrace report: trace for a while, or read a recording (umtrace record),
+ * then say which call sites took the host's memory and which still hold
+ * it. Both feed the same summary and call sites, record by record.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "attach/opts.h"
+#include "model/callsites.h"
+#include "stacks/callstack.h"
+#include "cmd/commands.h"
+#include "model/cuda_api.h"
+#include "attach/kthreads.h"
+#include "lib/log.h"
+#include "export/output.h"
+#include "rec/recording.h"
+#include "rec/replay.h"
+#include "attach/session.h"
+#include "model/summary.h"
+#include "stacks/symbolize.h"
+#include "lib/units.h"
+#include "stacks/unwind.h"
+
+#define MAX_STOPS 10000		/* guard stops kept from a recording */
+
+enum {
+	OPT_STACK = OPT_ATTACH__LAST,
+};
+
+/* What a recording holds besides calls, for its own lines of the report. */
+struct rec_seen {
+	uint64_t samples;
+	uint64_t min_available;
+	uint32_t max_psi_some;		/* hundredths of a percent */
+	struct rec_stop *stops;
+	size_t n_stops;
+};
+
+struct report {
+	struct attach_opts ao;
+	bool json;
+	uint64_t duration_ms;
+	char **cmd;
+	const char *file;		/* a recording to read instead of tracing */
+	const char *live_opt;		/* an option that only means something live */
+	bool platform_given;
+	struct session session;
+	struct replay_view view;	/* the summary and call sites, live or from FILE */
+	enum stack_mode stack;
+	struct callstack cs;
+	struct rec_seen rec;
+};
+
+void report_usage(FILE *f)
+{
+	fprintf(f,
+"usage: umtrace report [OPTIONS] [-- COMMAND [ARGS...]]\n"
+"       umtrace report [-j] [-p PID] [--platform MODEL] FILE\n"
+"\n"
+"Trace GPU allocation calls for --duration, until COMMAND ends, or until\n"
+"Ctrl-C, then print one entry per call site (its symbolized stack, one\n"
+"frame per line, innermost first), most host memory first: calls, bytes\n"
+"requested, host memory taken, host memory still held at the end, and the\n"
+"growth of what it holds per hour.\n"
+"\n"
+"With FILE, read a recording made by 'umtrace record' instead (on any\n"
+"machine: its stacks were named when it was made) and report the same;\n"
+"-p keeps only the records of those processes. A recording cut short or\n"
+"damaged is read up to its last good chunk, with a warning saying what\n"
+"was lost (exit 0); a file that is not a recording, or of an unknown\n"
+"format version, is an error (exit 1).\n"
+"\n"
+"Options:\n"
+"  -d, --duration INTERVAL  stop after this long (e.g. 30s, 5m)\n"
+"  -j, --json               one JSON object per call site\n"
+"      --stack MODE         how call stacks are walked: fp (frame pointers\n"
+"                           only), dwarf (unwind 8 KiB of stack copied at\n"
+"                           each call with the binaries' call frame\n"
+"                           information: also through code built without\n"
+"                           frame pointers; fp where that finds nothing), or\n"
+"                           auto (default: dwarf where it finds more frames)\n");
+	attach_opts__usage(f);
+	fprintf(f, "  -h, --help               show this help\n");
+}
+
+/* Options that only mean something while tracing; -p, -v and --platform do both. */
+static void note_live_opt(struct report *rp, int opt)
+{
+	static const struct {
+		int opt;
+		const char *name;
+	} live[] = {
+		{ OPT_LIBCUDA, "--libcuda" }, { OPT_RINGBUF, "--ringbuf-size" },
+		{ OPT_RESCAN, "--rescan" }, { OPT_MANAGED_FAULTS, "--managed-faults" },
+		{ 'd', "--duration" }, { OPT_STACK, "--stack" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(live) / sizeof(live[0]) && !rp->live_opt; i++)
+		if (live[i].opt == opt)
+			rp->live_opt = live[i].name;
+}
+
+static int parse_args(struct report *rp, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		ATTACH_LONG_OPTS,
+		{ "duration", required_argument, NULL, 'd' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "stack", required_argument, NULL, OPT_STACK },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int opt, r;
+
+	attach_opts__init(&rp->ao);
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:" ATTACH_SHORT_OPTS "d:jh", opts, NULL)) != -1) {
+		r = attach_opts__parse(&rp->ao, opt, optarg);
+		if (r < 0)
+			return -EINVAL;
+		if (opt == OPT_PLATFORM)
+			rp->platform_given = true;
+		note_live_opt(rp, opt);
+		if (r)
+			continue;
+		switch (opt) {
+		case 'd':
+			if (parse_duration_ms(optarg, &rp->duration_ms) || !rp->duration_ms) {
+				elog("invalid --duration '%s': expected e.g. 30s, 5m, 1h", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'j':
+			rp->json = true;
+			break;
+		case OPT_STACK:
+			if (stack_mode__parse(optarg, &rp->stack)) {
+				elog("invalid --stack '%s': expected fp, dwarf or auto", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 1;
+		default:
+			return attach_opts__bad_option("report", opt, argv);
+		}
+	}
+	/* After "--" comes a command; without it, a recording. */
+	if (optind < argc && !strcmp(argv[optind - 1], "--")) {
+		rp->cmd = &argv[optind];
+	} else if (optind < argc) {
+		rp->file = argv[optind];
+		if (optind + 1 < argc) {
+			elog("report: unexpected argument '%s'; give one recording, or -- COMMAND",
+			     argv[optind + 1]);
+			return -EINVAL;
+		}
+		if (rp->live_opt) {
+			elog("report: %s applies to tracing, not to reading a recording",
+			     rp->live_opt);
+			return -EINVAL;
+		}
+	}
+	if (rp->cmd && rp->ao.n_pids) {
+		elog("give either -p PID or a COMMAND, not both");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void on_ustack(void *ctx, const struct umt_ustack_rec *r)
+{
+	struct report *rp = ctx;
+
+	callstack__ustack(&rp->cs, r);
+}
+
+static void on_call(void *ctx, const struct umt_call_rec *r)
+{
+	struct report *rp = ctx;
+	struct sym_frame frames[UMT_STACK_MAX];
+	size_t n;
+
+	n = callstack__resolve(&rp->cs, r, frames);
+	replay_view__add_call(&rp->view, r, frames, n);
+}
+
+static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
+{
+	struct report *rp = ctx;
+
+	summary__proc_exit(&rp->view.summary, r);
+	callstack__forget(&rp->cs, r->pid);
+}
+
+static const struct session_ops report_ops = {
+	.on_call = on_call,
+	.on_exit = on_exit_rec,
+	.on_ustack = on_ustack,
+};
+
+static double per_hour(uint64_t bytes, uint64_t span_ns)
+{
+	if (span_ns < 1000000)
+		return 0;
+	return (double)bytes * 3600e9 / (double)span_ns;
+}
+
+/* A site ends in one entry point, so its allocations are of one class. */
+static uint64_t site_holds(const struct report *rp, const struct callsite *c)
+{
+	const struct cuda_api *api = cuda_api__get(c->api);
+
+	if (!api || api->is_free)
+		return 0;
+	return platform__holds(&rp->view.summary.platform, api->class, c->held_size, c->held_host);
+}
+
+static void print_site_text(const struct report *rp, const struct callsite *c,
+			    size_t rank, uint64_t span_ns)
+{
+	char b[6][16];
+	size_t i;
+
+	printf("#%zu %s: %llu calls, %s requested, %s host taken, %s host still held "
+	       "(%s by the cost model, %llu allocations), +%s/h",
+	       rank, cuda_api__name(c->api), (unsigned long long)c->calls,
+	       fmt_bytes(c->size_bytes, b[0], sizeof(b[0])),
+	       fmt_bytes(c->host_taken, b[1], sizeof(b[1])),
+	       fmt_bytes(c->held_host, b[2], sizeof(b[2])),
+	       fmt_bytes(site_holds(rp, c), b[5], sizeof(b[5])),
+	       (unsigned long long)c->held_count,
+	       fmt_bytes((uint64_t)per_hour(c->held_host, span_ns), b[3], sizeof(b[3])));
+	if (c->exit_count)
+		printf(", %s never freed until exit (%llu allocations)",
+		       fmt_bytes(c->exit_host, b[4], sizeof(b[4])),
+		       (unsigned long long)c->exit_count);
+	if (c->device_taken)
+		printf(", %s from device nodes (not host RAM)",
+		       fmt_bytes(c->device_taken, b[4], sizeof(b[4])));
+	printf("  [%s, pid %u%s]\n", c->comm, c->pids[0], c->n_pids > 1 ? " and others" : "");
+	for (i = 0; i < c->n_frames; i++)
+		printf("    %s\n", c->frames[i]);
+}
+
+static void print_site_json(const struct report *rp, const struct callsite *c,
+			    size_t rank, uint64_t span_ns)
+{
+	size_t i;
+
+	printf("{\"event\":\"callsite\",\"rank\":%zu,\"api\":\"%s\",\"comm\":", rank,
+	       cuda_api__name(c->api));
+	output__json_string(stdout, c->comm);
+	printf(",\"pids\":[");
+	for (i = 0; i < c->n_pids; i++)
+		printf("%s%u", i ? "," : "", c->pids[i]);
+	printf("],\"calls\":%llu,\"failed\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
+	       "\"held\":%llu,\"held_host_bytes\":%llu,\"holds_host_bytes\":%llu,"
+	       "\"freed_at_exit\":%llu,"
+	       "\"freed_at_exit_host_bytes\":%llu,\"growth_bytes_per_hour\":%.0f,"
+	       "\"device_node_bytes\":%llu,\"stack\":[",
+	       (unsigned long long)c->calls, (unsigned long long)c->failed,
+	       (unsigned long long)c->size_bytes, (unsigned long long)c->host_taken,
+	       (unsigned long long)c->held_count, (unsigned long long)c->held_host,
+	       (unsigned long long)site_holds(rp, c),
+	       (unsigned long long)c->exit_count, (unsigned long long)c->exit_host,
+	       per_hour(c->held_host, span_ns), (unsigned long long)c->device_taken);
+	for (i = 0; i < c->n_frames; i++) {
+		if (i)
+			putchar(',');
+		output__json_string(stdout, c->frames[i]);
+	}
+	puts("]}");
+}
+
+/* A recording's own lines: where and when it was made, what else it holds. */
+static void print_recording_json(const struct report *rp)
+{
+	const struct rec_seen *rs = &rp->rec;
+	const struct recfile_info *h = &rp->view.hdr.file;
+	const struct recfile_rstats *f = &rp->view.st.file;
+	size_t i;
+
+	printf("{\"event\":\"recording\",\"file\":");
+	output__json_string(stdout, rp->file);
+	printf(",\"version\":%u,\"hostname\":", h->version);
+	output__json_string(stdout, h->hostname);
+	printf(",\"kernel\":");
+	output__json_string(stdout, h->release);
+	printf(",\"page_size\":%u,\"start_realtime_ns\":%llu,\"start_mono_ns\":%llu,"
+	       "\"chunks\":%llu,\"bytes\":%llu,\"file_bytes\":%llu,\"lost_bytes\":%llu,"
+	       "\"lost_chunks\":%llu,\"complete\":%s,\"calls\":%llu,\"exits\":%llu,"
+	       "\"samples\":%llu,\"stops\":%llu,\"last_ns\":%llu,\"min_mem_available\":%llu,"
+	       "\"max_psi_some_avg10\":%.2f}\n",
+	       h->page_size, (unsigned long long)h->start_realtime_ns,
+	       (unsigned long long)h->start_mono_ns, (unsigned long long)f->chunks,
+	       (unsigned long long)f->good_bytes, (unsigned long long)f->file_bytes,
+	       (unsigned long long)f->lost_bytes, (unsigned long long)f->lost_chunks,
+	       f->complete ? "true" : "false", (unsigned long long)rp->view.st.calls,
+	       (unsigned long long)rp->view.st.exits, (unsigned long long)rp->view.st.samples,
+	       (unsigned long long)rp->view.st.stops, (unsigned long long)rp->view.last_ns,
+	       (unsigned long long)rs->min_available, rs->max_psi_some / 100.0);
+	for (i = 0; i < rs->n_stops; i++) {
+		const struct rec_stop *s = &rs->stops[i];
+
+		printf("{\"event\":\"stop\",\"ts_ns\":%llu,\"pid\":%u,\"comm\":",
+		       (unsigned long long)s->ts_ns, s->pid);
+		output__json_string(stdout, s->comm);
+		printf(",\"reason\":%u,\"reason_text\":", s->reason);
+		output__json_string(stdout, s->reason_text);
+		printf(",\"mem_available\":%llu,\"gpu_host_bytes\":%llu,\"site\":",
+		       (unsigned long long)s->mem_available,
+		       (unsigned long long)s->gpu_host_bytes);
+		output__json_string(stdout, s->site);
+		puts("}");
+	}
+}
+
+static void print_recording_text(const struct report *rp)
+{
+	const struct rec_seen *rs = &rp->rec;
+	const struct recfile_info *h = &rp->view.hdr.file;
+	uint64_t last_ns = rp->view.last_ns;
+	time_t t = (time_t)(h->start_realtime_ns / 1000000000ULL);
+	uint64_t span = last_ns > h->start_mono_ns ? last_ns - h->start_mono_ns : 0;
+	char when[32] = "?", b[16];
+	struct tm tm;
+	size_t i;
+
+	if (localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("recording %s: host %s (Linux %s), started %s, %.1f s, %llu samples",
+	       rp->file, h->hostname, h->release, when, span / 1e9,
+	       (unsigned long long)rs->samples);
+	if (rs->samples)
+		printf(" (MemAvailable down to %s, memory pressure up to %.2f%%)",
+		       fmt_bytes(rs->min_available, b, sizeof(b)), rs->max_psi_some / 100.0);
+	printf(", %zu stops\n", rs->n_stops);
+	for (i = 0; i < rs->n_stops; i++) {
+		const struct rec_stop *s = &rs->stops[i];
+
+		printf("stopped pid %u (%s): %s; MemAvailable %s, its GPU allocations held ",
+		       s->pid, s->comm, s->reason_text,
+		       fmt_bytes(s->mem_available, b, sizeof(b)));
+		printf("%s; top call site %s\n", fmt_bytes(s->gpu_host_bytes, b, sizeof(b)),
+		       s->site[0] ? s->site : "unknown");
+	}
+}
+
+static void print_report(struct report *rp)
+{
+	const struct summary *sm = &rp->view.summary;
+	struct callsite **v = callsites__sorted(&rp->view.sites);
+	uint64_t span = rp->view.last_call_ns - rp->view.first_call_ns;
+	size_t i;
+
+	if (!v)
+		return;
+	if (rp->file && rp->json)
+		print_recording_json(rp);
+	else if (rp->file)
+		print_recording_text(rp);
+	for (i = 0; i < rp->view.sites.n; i++) {
+		if (rp->json)
+			print_site_json(rp, v[i], i + 1, span);
+		else
+			print_site_text(rp, v[i], i + 1, span);
+	}
+	if (rp->json) {
+		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
+		       "\"callsites\":%zu,\"held_host_bytes\":%llu,\"overflowed\":%llu}\n",
+		       (unsigned long long)sm->records,
+		       (unsigned long long)rp->view.dropped, rp->view.sites.n,
+		       (unsigned long long)sm->table.host_bytes,
+		       (unsigned long long)rp->view.sites.overflowed);
+	} else {
+		char b[16];
+
+		printf("%zu call sites, %llu GPU calls, %s of host memory still held, "
+		       "%llu records lost\n", rp->view.sites.n,
+		       (unsigned long long)sm->records,
+		       fmt_bytes(sm->table.host_bytes, b, sizeof(b)),
+		       (unsigned long long)rp->view.dropped);
+	}
+	fflush(stdout);
+	free(v);
+}
+
+/* ---- from a recording ---- */
+
+/* The tables are filled by the view (user/rec/replay.c); these are the report's own lines. */
+static void file_sample(void *ctx, struct replay_view *v, const struct rec_sample *s)
+{
+	struct report *rp = ctx;
+
+	(void)v;
+	if (!rp->rec.samples || s->mem_available < rp->rec.min_available)
+		rp->rec.min_available = s->mem_available;
+	if (s->psi_some_avg10 > rp->rec.max_psi_some)
+		rp->rec.max_psi_some = s->psi_some_avg10;
+	rp->rec.samples++;
+}
+
+static void file_stop(void *ctx, struct replay_view *v, const struct rec_stop *s)
+{
+	struct report *rp = ctx;
+	struct rec_stop *stops;
+
+	(void)v;
+	if (rp->rec.n_stops >= MAX_STOPS)
+		return;
+	stops = realloc(rp->rec.stops, (rp->rec.n_stops + 1) * sizeof(*stops));
+	if (!stops)
+		return;
+	rp->rec.stops = stops;
+	stops[rp->rec.n_stops++] = *s;
+}
+
+static const struct replay_hooks file_hooks = {
+	.on_sample = file_sample,
+	.on_stop = file_stop,
+};
+
+static int report_file(struct report *rp)
+{
+	const struct replay_opts o = {
+		.pids = rp->ao.pids,
+		.n_pids = rp->ao.n_pids,
+		.platform_given = rp->platform_given,
+		.platform = rp->ao.platform,
+		.hooks = &file_hooks,
+		.ctx = rp,
+	};
+
+	if (replay_view__load(&rp->view, rp->file, &o))
+		return 1;
+	print_report(rp);
+	return 0;
+}
+
+/* ---- live ---- */
+
+/* Host pages kernel threads took while the report ran. */
+static void print_kthreads(struct report *rp)
+{
+	struct kthread_row *rows;
+	size_t n;
+	int err;
+
+	rows = kthreads__read(&rp->session.probes, rp->view.summary.page_size, &n, &err);
+	if (err)
+		wlog("cannot read the kernel threads' pages: %s", strerror(-err));
+	if (rp->json)
+		kthreads__print_json(stdout, rows, n);
+	else
+		kthreads__print(stdout, rows, n, SIZE_MAX);
+	fflush(stdout);
+	free(rows);
+}
+
+static int report_live(struct report *rp)
+{
+	struct probe_stats st;
+	int err, code;
+
+	err = callstack__init(&rp->cs, rp->stack);
+	if (err) {
+		elog("cannot set up call stacks: %s", strerror(-err));
+		return 1;
+	}
+	platform__init(&rp->view.summary.platform, rp->ao.platform);
+	session__init(&rp->session, &rp->ao, rp->cmd, &report_ops, rp);
+	rp->session.duration_ms = rp->duration_ms;
+	rp->session.count_kthreads = true;
+	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
+	err = session__start(&rp->session);
+	if (!err) {
+		err = session__run(&rp->session);
+		session__stats(&rp->session, &st);
+		rp->view.dropped = st.rec_dropped;
+		if (!err) {
+			print_report(rp);
+			print_kthreads(rp);
+		}
+	}
+	code = session__exit_code(&rp->session, err);
+	callstack__log_stats(&rp->cs);
+	session__close(&rp->session);
+	callstack__free(&rp->cs);
+	return code;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report rp;
+	int err, code;
+
+	memset(&rp, 0, sizeof(rp));
+	err = parse_args(&rp, argc, argv);
+	if (err) {
+		attach_opts__free(&rp.ao);
+		return err > 0 ? 0 : 2;
+	}
+	replay_view__init(&rp.view, (uint64_t)sysconf(_SC_PAGESIZE));
+	code = rp.file ? report_file(&rp) : report_live(&rp);
+	replay_view__free(&rp.view);
+	free(rp.rec.stops);
+	attach_opts__free(&rp.ao);
+	return code;
+}

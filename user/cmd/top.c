@@ -1,0 +1,562 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * umtrace top: who holds the host's memory through GPU allocations, live,
+ * one row per process, refreshed every interval.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include "attach/opts.h"
+#include "guard/state.h"
+#include "attach/kthreads.h"
+#include "cmd/commands.h"
+#include "lib/log.h"
+#include "lib/meminfo.h"
+#include "attach/session.h"
+#include "model/summary.h"
+#include "lib/units.h"
+
+#define GROWTH_SAMPLES 61	/* one minute of 1 s samples, both ends */
+#define MAX_ROWS 200
+#define MAX_KTHREAD_ROWS 5
+
+enum top_sort { SORT_HOST, SORT_GPU, SORT_GROWTH, SORT_PID };
+
+/* held_host of one process over the last samples, for its growth rate. */
+struct growth {
+	uint32_t pid;
+	uint64_t t_ms[GROWTH_SAMPLES];
+	uint64_t held[GROWTH_SAMPLES];
+	unsigned int n, head;
+};
+
+struct top {
+	struct attach_opts ao;
+	uint64_t interval_ms;
+	enum top_sort sort;
+	bool once, batch;
+	struct session session;
+	struct summary summary;
+	struct growth *growth;
+	size_t n_growth, cap_growth;
+	struct termios saved_tty;
+	bool tty_raw;
+	unsigned int ticks;
+	const char *state_file;		/* the guard's, for its column */
+	struct guard_status *guard;	/* read each refresh */
+	bool guard_alive;
+};
+
+struct top_row {
+	struct summary_proc p;
+	uint64_t holds;		/* host bytes by the platform's cost model */
+	int64_t outside;	/* host bytes taken outside GPU calls, net */
+	uint64_t managed;	/* pages faulted into live managed allocations */
+	bool outside_known;
+	double growth_per_h;	/* host bytes per hour, NAN-free: 0 if unknown */
+	bool growth_known;
+	char guard;		/* 'T' stopped, 'F' frozen by the guard, '-' */
+};
+
+void top_usage(FILE *f)
+{
+	fprintf(f,
+"usage: umtrace top [OPTIONS]\n"
+"\n"
+"Live view of the host memory held by GPU allocations, one row per process:\n"
+"GPU memory still allocated, the host memory those allocations hold by the\n"
+"platform's cost model (see --platform) and the host pages seen taken in\n"
+"their calls, the host memory the process took outside GPU calls since\n"
+"top started (net of frees), and how fast what the allocations hold grows.\n"
+"Only allocations made while top runs are seen.\n"
+"Quit with q or Ctrl-C.\n"
+"\n"
+"Options:\n"
+"  -i, --interval INTERVAL  refresh every INTERVAL (default 1s)\n"
+"  -s, --sort KEY           host (default), gpu, growth or pid\n"
+"      --once               print one snapshot after one interval and exit\n"
+"  -b, --batch              plain snapshots, no screen control (default when\n"
+"                           stdout is not a terminal)\n"
+"      --state-file PATH    the running guard's state file (default\n"
+"                           " GUARD_STATE_DEFAULT "): when a guard runs, a\n"
+"                           header line for it and a G column, T for a\n"
+"                           process it stopped, F for one it froze\n");
+	attach_opts__usage(f);
+	fprintf(f, "  -h, --help               show this help\n");
+}
+
+static int parse_sort(const char *s, enum top_sort *out)
+{
+	static const char *const names[] = { "host", "gpu", "growth", "pid" };
+	unsigned int i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(s, names[i])) {
+			*out = (enum top_sort)i;
+			return 0;
+		}
+	}
+	elog("invalid --sort '%s': expected host, gpu, growth or pid", s);
+	return -EINVAL;
+}
+
+static int parse_args(struct top *t, int argc, char **argv)
+{
+	enum { OPT_ONCE = OPT_ATTACH__LAST, OPT_STATE_FILE };
+	static const struct option opts[] = {
+		ATTACH_LONG_OPTS,
+		{ "interval", required_argument, NULL, 'i' },
+		{ "sort", required_argument, NULL, 's' },
+		{ "once", no_argument, NULL, OPT_ONCE },
+		{ "batch", no_argument, NULL, 'b' },
+		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int opt, r;
+
+	attach_opts__init(&t->ao);
+	t->interval_ms = 1000;
+	t->state_file = GUARD_STATE_DEFAULT;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":" ATTACH_SHORT_OPTS "i:s:bh", opts, NULL)) != -1) {
+		r = attach_opts__parse(&t->ao, opt, optarg);
+		if (r < 0)
+			return -EINVAL;
+		if (r)
+			continue;
+		switch (opt) {
+		case 'i':
+			if (parse_duration_ms(optarg, &t->interval_ms) ||
+			    t->interval_ms < 100 || t->interval_ms > 3600000) {
+				elog("invalid --interval '%s': expected 100ms to 1h", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 's':
+			if (parse_sort(optarg, &t->sort))
+				return -EINVAL;
+			break;
+		case OPT_ONCE:
+			t->once = true;
+			break;
+		case 'b':
+			t->batch = true;
+			break;
+		case OPT_STATE_FILE:
+			if (!*optarg) {
+				elog("--state-file needs a path");
+				return -EINVAL;
+			}
+			t->state_file = optarg;
+			break;
+		case 'h':
+			top_usage(stdout);
+			return 1;
+		default:
+			return attach_opts__bad_option("top", opt, argv);
+		}
+	}
+	if (optind < argc) {
+		elog("top: unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (t->once || !isatty(STDOUT_FILENO))
+		t->batch = true;
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct growth *growth_of(struct top *t, uint32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_growth; i++)
+		if (t->growth[i].pid == pid)
+			return &t->growth[i];
+	if (t->n_growth == t->cap_growth) {
+		size_t cap = t->cap_growth ? t->cap_growth * 2 : 16;
+		struct growth *v = realloc(t->growth, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		t->growth = v;
+		t->cap_growth = cap;
+	}
+	memset(&t->growth[t->n_growth], 0, sizeof(t->growth[0]));
+	t->growth[t->n_growth].pid = pid;
+	return &t->growth[t->n_growth++];
+}
+
+/* Record held_host now; return the rate over the samples kept. */
+static bool sample_growth(struct growth *g, uint64_t t_ms, uint64_t held, double *per_h)
+{
+	unsigned int oldest;
+	uint64_t dt;
+
+	g->t_ms[g->head] = t_ms;
+	g->held[g->head] = held;
+	g->head = (g->head + 1) % GROWTH_SAMPLES;
+	if (g->n < GROWTH_SAMPLES)
+		g->n++;
+	if (g->n < 2)
+		return false;
+	oldest = (g->head + GROWTH_SAMPLES - g->n) % GROWTH_SAMPLES;
+	dt = t_ms - g->t_ms[oldest];
+	if (!dt)
+		return false;
+	*per_h = ((double)held - (double)g->held[oldest]) * 3600000.0 / (double)dt;
+	return true;
+}
+
+static int row_cmp_sort;
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct top_row *x = a, *y = b;
+	double dx, dy;
+
+	switch (row_cmp_sort) {
+	case SORT_GPU:
+		dx = (double)x->p.held_gpu, dy = (double)y->p.held_gpu;
+		break;
+	case SORT_GROWTH:
+		dx = x->growth_per_h, dy = y->growth_per_h;
+		break;
+	case SORT_PID:
+		return x->p.pid < y->p.pid ? -1 : x->p.pid > y->p.pid;
+	default:
+		dx = (double)x->holds, dy = (double)y->holds;
+	}
+	if (dx != dy)
+		return dx < dy ? 1 : -1;
+	return x->p.pid < y->p.pid ? -1 : x->p.pid > y->p.pid;
+}
+
+static const char *fmt_rate(double per_h, bool known, char *buf, size_t len)
+{
+	char b[16];
+
+	if (!known)
+		return "-";
+	if (per_h < 0) {
+		snprintf(buf, len, "-%s", fmt_bytes((uint64_t)-per_h, b, sizeof(b)));
+		return buf;
+	}
+	snprintf(buf, len, "+%s", fmt_bytes((uint64_t)per_h, b, sizeof(b)));
+	return buf;
+}
+
+static void print_header(struct top *t, FILE *f)
+{
+	char b[4][16], when[16], why[160];
+	struct meminfo m = {};
+	time_t now = time(NULL);
+	struct tm tm;
+	uint64_t used;
+
+	localtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	if (meminfo__read_host(&m, &t->session.nodes)) {
+		fprintf(f, "umtrace top %s  host memory: unreadable\n", when);
+		return;
+	}
+	used = m.total - m.available;
+	fprintf(f, "umtrace top %s  host %s, available %s, free %s\n", when,
+		fmt_bytes(m.total, b[0], sizeof(b[0])),
+		fmt_bytes(m.available, b[1], sizeof(b[1])),
+		fmt_bytes(m.free, b[2], sizeof(b[2])));
+	fprintf(f, "held by GPU allocations: %s observed (%.0f%% of used)\n",
+		fmt_bytes(t->summary.table.host_bytes, b[3], sizeof(b[3])),
+		used ? 100.0 * (double)t->summary.table.host_bytes / (double)used : 0.0);
+	fprintf(f, "platform %.70s\n", platform__describe(&t->summary.platform, why, sizeof(why)));
+	if (t->session.nodes.n_device)
+		fprintf(f, "not host RAM: node(s) %.20s; GPU calls took %s there\n",
+			numa__format(&t->session.nodes, why, sizeof(why)),
+			fmt_bytes(t->summary.device_taken, b[3], sizeof(b[3])));
+}
+
+static void outside_of(struct top *t, struct top_row *row)
+{
+	uint64_t taken, freed;
+
+	if (probes__outside_pages(&t->session.probes, row->p.pid, &taken, &freed))
+		return;
+	row->outside = ((int64_t)taken - (int64_t)freed) * (int64_t)t->summary.page_size;
+	row->outside_known = true;
+}
+
+static const char *fmt_signed(int64_t v, bool known, char *buf, size_t len)
+{
+	char b[16];
+
+	if (!known)
+		return "-";
+	snprintf(buf, len, "%s%s", v < 0 ? "-" : "",
+		 fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b)));
+	return buf;
+}
+
+/*
+ * Managed pages CPU faults brought in since the calls, while their
+ * allocations live (--managed-faults): the summary hears of them only at
+ * the free.
+ */
+static void add_managed(struct top *t, struct top_row *rows, size_t n)
+{
+	int fd = probes__managed_fd(&t->session.probes);
+	struct umt_managed_key key, next, *prev = NULL;
+	struct umt_managed_alloc a;
+	size_t i;
+
+	if (fd < 0)
+		return;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &a) || !a.pages)
+			continue;
+		for (i = 0; i < n; i++) {
+			if (rows[i].p.pid != key.tgid)
+				continue;
+			rows[i].managed += a.pages * t->summary.page_size;
+			break;
+		}
+	}
+}
+
+static struct top_row *collect_rows(struct top *t, size_t *n)
+{
+	struct summary_proc *procs;
+	struct top_row *rows;
+	size_t i, np, k = 0;
+	uint64_t ms = now_ms();
+
+	procs = summary__procs(&t->summary, &np);
+	if (!procs)
+		return NULL;
+	rows = calloc(np + 1, sizeof(*rows));
+	for (i = 0; rows && i < np; i++) {
+		/* -p's children are in scope too: the kernel side chose already. */
+		if (procs[i].exited)
+			continue;
+		rows[k].p = procs[i];
+		rows[k].holds = summary__proc_holds(&t->summary, &procs[i]);
+		outside_of(t, &rows[k]);
+		k++;
+	}
+	free(procs);
+	add_managed(t, rows, k);
+	for (i = 0; rows && i < k; i++) {
+		struct growth *g = growth_of(t, rows[i].p.pid);
+
+		/* Managed memory holds what it was seen to take (platform.c). */
+		rows[i].holds += rows[i].managed;
+		rows[i].p.held_host += rows[i].managed;
+		if (g)
+			rows[i].growth_known = sample_growth(g, ms, rows[i].holds,
+							     &rows[i].growth_per_h);
+	}
+	*n = k;
+	return rows;
+}
+
+/* Pages the driver's bottom halves and other kernel threads took. */
+static void kthread_rows(struct top *t, FILE *f)
+{
+	struct kthread_row *rows;
+	size_t n;
+	int err;
+
+	rows = kthreads__read(&t->session.probes, t->summary.page_size, &n, &err);
+	kthreads__print(f, rows, n, MAX_KTHREAD_ROWS);
+	free(rows);
+}
+
+/* The running guard, if any: a header line, and its mark for each row. */
+static void guard_header(struct top *t, FILE *f)
+{
+	char b[2][16];
+	size_t i, held = 0;
+
+	t->guard_alive = false;
+	if (!t->guard)
+		t->guard = calloc(1, sizeof(*t->guard));
+	if (!t->guard || guard_state__read(t->state_file, t->guard) ||
+	    !guard_state__daemon_alive(t->guard->pid))
+		return;
+	t->guard_alive = true;
+	for (i = 0; i < t->guard->n_stopped; i++)
+		held += guard_state__still_held(&t->guard->stopped[i]);
+	fprintf(f, "guard %u: floor %s, headroom %s, %zu held (G: T stopped, F frozen)\n",
+		t->guard->pid, fmt_bytes(t->guard->floor, b[0], sizeof(b[0])),
+		fmt_signed(t->guard->headroom, true, b[1], sizeof(b[1])), held);
+}
+
+static char guard_mark(const struct top *t, uint32_t pid)
+{
+	const struct guard_stopped *s;
+	size_t i;
+
+	for (i = 0; t->guard_alive && i < t->guard->n_stopped; i++) {
+		s = &t->guard->stopped[i];
+		if (s->pid != pid || !guard_state__still_held(s))
+			continue;
+		return strcmp(s->action, "freeze") ? 'T' : 'F';
+	}
+	return '-';
+}
+
+static void render(struct top *t, FILE *f)
+{
+	char b[5][16];
+	struct top_row *rows;
+	size_t i, n = 0;
+
+	if (!t->batch)
+		fputs("\033[H\033[2J", f);
+	print_header(t, f);
+	guard_header(t, f);
+	rows = collect_rows(t, &n);
+	if (!rows)
+		return;
+	row_cmp_sort = t->sort;
+	qsort(rows, n, sizeof(*rows), row_cmp);
+	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s%s\n", "PID", "COMM",
+		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS",
+		t->guard_alive ? " G" : "");
+	for (i = 0; i < n && i < MAX_ROWS; i++) {
+		fprintf(f, "%-7u %-12.12s %9s %9s %9s %9s %9s %6llu", rows[i].p.pid,
+			rows[i].p.comm,
+			fmt_bytes(rows[i].p.held_gpu, b[0], sizeof(b[0])),
+			fmt_bytes(rows[i].holds, b[1], sizeof(b[1])),
+			fmt_bytes(rows[i].p.held_host, b[3], sizeof(b[3])),
+			fmt_signed(rows[i].outside, rows[i].outside_known, b[4], sizeof(b[4])),
+			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
+			(unsigned long long)rows[i].p.held_count);
+		if (t->guard_alive)
+			fprintf(f, " %c", guard_mark(t, rows[i].p.pid));
+		fputc('\n', f);
+	}
+	kthread_rows(t, f);
+	if (t->batch)
+		fputc('\n', f);
+	fflush(f);
+	free(rows);
+}
+
+static void on_call(void *ctx, const struct umt_call_rec *r)
+{
+	summary__consume(&((struct top *)ctx)->summary, r);
+}
+
+static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
+{
+	summary__proc_exit(&((struct top *)ctx)->summary, r);
+}
+
+static bool quit_pressed(struct top *t)
+{
+	struct pollfd pfd = { .fd = STDIN_FILENO, .events = POLLIN };
+	char c;
+
+	if (!t->tty_raw)
+		return false;
+	while (poll(&pfd, 1, 0) > 0 && read(STDIN_FILENO, &c, 1) == 1)
+		if (c == 'q' || c == 'Q')
+			return true;
+	return false;
+}
+
+static void on_tick(void *ctx)
+{
+	struct top *t = ctx;
+
+	if (quit_pressed(t)) {
+		session__stop();
+		return;
+	}
+	render(t, stdout);
+	t->ticks++;
+	if (t->once)
+		session__stop();
+}
+
+static const struct session_ops top_ops = {
+	.on_call = on_call,
+	.on_exit = on_exit_rec,
+	.on_tick = on_tick,
+};
+
+/* Keys without Enter, no echo; restored on every way out. */
+static void tty_raw(struct top *t)
+{
+	struct termios raw;
+
+	if (t->batch || !isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &t->saved_tty))
+		return;
+	raw = t->saved_tty;
+	raw.c_lflag &= ~(ICANON | ECHO);
+	raw.c_cc[VMIN] = 0;
+	raw.c_cc[VTIME] = 0;
+	if (!tcsetattr(STDIN_FILENO, TCSANOW, &raw))
+		t->tty_raw = true;
+}
+
+static void tty_restore(struct top *t)
+{
+	if (t->tty_raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &t->saved_tty);
+	t->tty_raw = false;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct top t;
+	int err, code;
+
+	memset(&t, 0, sizeof(t));
+	err = parse_args(&t, argc, argv);
+	if (err) {
+		attach_opts__free(&t.ao);
+		return err > 0 ? 0 : 2;
+	}
+	summary__init(&t.summary, (uint64_t)sysconf(_SC_PAGESIZE));
+	t.summary.forget_exited = true;	/* runs for days: jobs come and go */
+	platform__init(&t.summary.platform, t.ao.platform);
+	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
+	t.session.batch_wakeups = true;
+	t.session.count_outside = true;
+	t.session.count_kthreads = true;
+	t.session.tick_ms = t.interval_ms;
+	err = session__start(&t.session);
+	if (!err) {
+		tty_raw(&t);
+		err = session__run(&t.session);
+		tty_restore(&t);
+		if (!err && !t.ticks)
+			render(&t, stdout);	/* stopped before the first refresh */
+	}
+	code = session__exit_code(&t.session, err);
+	session__close(&t.session);
+	summary__free(&t.summary);
+	free(t.growth);
+	free(t.guard);
+	attach_opts__free(&t.ao);
+	return code;
+}

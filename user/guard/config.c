@@ -1,0 +1,849 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "lib/errbuf.h"
+#include "guard/config.h"
+#include "umtrace.h"
+#include "lib/units.h"
+
+/* The kernel keeps TASK_COMM_LEN - 1 characters of a process name. */
+#define COMM_MAX (TASK_COMM_LEN - 1)
+/* Where cgroup v2 is mounted on every host this runs on but hybrid ones. */
+#define CGROUP_MOUNT "/sys/fs/cgroup"
+#define MSG_LEN 256
+
+/*
+ * Never stopped, besides pid 1, kernel threads and umtrace's own pid: the
+ * way in (sshd) and the way the operator reads what happened (the
+ * journal). "systemd-journald" is "systemd-journal" as a comm.
+ */
+static const char *const builtin_protect[] = { "sshd", "systemd-journal", "umtrace" };
+#define N_BUILTIN (sizeof(builtin_protect) / sizeof(builtin_protect[0]))
+
+enum key {
+	K_FLOOR,
+	K_LOW,
+	K_DROP,
+	K_METRIC,
+	K_ACTION,
+	K_SCOPE,
+	K_PROTECT,
+	K_DRY_RUN,
+	K_AUTO_RESUME,
+	K_ON_STOP,
+	K_POSTMORTEM_DIR,
+	K_METRICS_FILE,
+	K_LIBCUDA,
+	K__COUNT,
+};
+
+static const struct {
+	const char *name;
+	bool repeat;	/* a list: each line adds to it */
+} keys[K__COUNT] = {
+	[K_FLOOR] = { "floor" },
+	[K_LOW] = { "low" },
+	[K_DROP] = { "drop" },
+	[K_METRIC] = { "metric" },
+	[K_ACTION] = { "action" },
+	[K_SCOPE] = { "scope" },
+	[K_PROTECT] = { "protect", true },
+	[K_DRY_RUN] = { "dry_run" },
+	[K_AUTO_RESUME] = { "auto_resume" },
+	[K_ON_STOP] = { "on_stop" },
+	[K_POSTMORTEM_DIR] = { "postmortem_dir" },
+	[K_METRICS_FILE] = { "metrics_file" },
+	[K_LIBCUDA] = { "libcuda", true },
+};
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	return s;
+}
+
+/* --- scope --- */
+
+static int scope_pids(struct guard_scope *sc, const char *list, const char *name,
+		      const char *spec, char *err, size_t errlen)
+{
+	char *copy = strdup(list), *p, *comma;
+	int ret = 0;
+	long v;
+
+	if (!copy)
+		return -ENOMEM;
+	for (p = copy; p; p = comma ? comma + 1 : NULL) {
+		comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		if (parse_long(p, 1, INT_MAX, &v)) {
+			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a pid", name, spec, p);
+			ret = -EINVAL;
+			break;
+		}
+		if (sc->n_pids == GUARD_SCOPE_MAX_PIDS) {
+			errbuf__set(err, errlen, "invalid %s '%s': at most %d pids", name, spec,
+				GUARD_SCOPE_MAX_PIDS);
+			ret = -EINVAL;
+			break;
+		}
+		sc->pids[sc->n_pids++] = (pid_t)v;
+	}
+	free(copy);
+	return ret;
+}
+
+/*
+ * Kept relative to the cgroup v2 root with single slashes, so that it
+ * compares with /proc/PID/cgroup's path by prefix. ".." could leave the
+ * subtree the operator meant, so it is refused rather than resolved.
+ */
+static int scope_cgroup(struct guard_scope *sc, const char *path, const char *name,
+			const char *spec, char *err, size_t errlen)
+{
+	const char *mnt = cgroup2__root(), *p = path, *end;
+	size_t root, n = 0;
+	char *out;
+
+	/* Hybrid hosts mount cgroup v2 at /sys/fs/cgroup/unified. */
+	if (!mnt || strncmp(p, mnt, strlen(mnt)) || (p[strlen(mnt)] && p[strlen(mnt)] != '/'))
+		mnt = CGROUP_MOUNT;
+	root = strlen(mnt);
+	if (*p == '/') {
+		if (strncmp(p, mnt, root) || (p[root] && p[root] != '/')) {
+			errbuf__set(err, errlen, "invalid %s '%s': a cgroup path must be under %s or relative to it",
+				name, spec, CGROUP_MOUNT);
+			return -EINVAL;
+		}
+		p += root;
+	} else if (!*p) {
+		errbuf__set(err, errlen, "invalid %s '%s': cgroup: needs a path", name, spec);
+		return -EINVAL;
+	}
+	out = malloc(strlen(p) + 1);
+	if (!out)
+		return -ENOMEM;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchrnul(p, '/');
+		if ((end - p == 1 && p[0] == '.') || (end - p == 2 && p[0] == '.' && p[1] == '.')) {
+			errbuf__set(err, errlen, "invalid %s '%s': '.' and '..' are not allowed in a cgroup path",
+				name, spec);
+			free(out);
+			return -EINVAL;
+		}
+		if (n)
+			out[n++] = '/';
+		memcpy(out + n, p, (size_t)(end - p));
+		n += (size_t)(end - p);
+		p = end;
+	}
+	out[n] = '\0';
+	sc->cgroup = out;
+	return 0;
+}
+
+/*
+ * glibc's regcomp() grows exponentially with quantifiers stacked on one
+ * another ("c++++" took 720 MB at 20 of them) and with large repeat
+ * counts. A process name has 15 characters: neither is ever needed.
+ */
+static const char *regex_too_costly(const char *re)
+{
+	unsigned long lo, hi;
+	const char *p;
+	char *end;
+	bool after_quant = false;
+
+	for (p = re; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			after_quant = false;
+			continue;
+		}
+		if (*p == '*' || *p == '+' || *p == '?' || *p == '{') {
+			if (after_quant)
+				return "a quantifier on a quantifier";
+			if (*p == '{') {
+				lo = strtoul(p + 1, &end, 10);
+				hi = *end == ',' ? strtoul(end + 1, &end, 10) : lo;
+				if (lo > 16 || hi > 16)
+					return "a repeat count above 16";
+				p = strchrnul(end, '}');
+				if (!*p)
+					break;
+			}
+			after_quant = true;
+			continue;
+		}
+		after_quant = false;
+	}
+	return NULL;
+}
+
+static int scope_comm(struct guard_scope *sc, const char *re, const char *name,
+		      const char *spec, char *err, size_t errlen)
+{
+	const char *costly;
+	char why[128];
+	int ret;
+
+	if (!*re) {
+		errbuf__set(err, errlen, "invalid %s '%s': comm: needs a regular expression", name,
+			spec);
+		return -EINVAL;
+	}
+	costly = regex_too_costly(re);
+	if (costly) {
+		errbuf__set(err, errlen, "invalid %s '%s': %s (a process name has 15 characters)",
+			    name, spec, costly);
+		return -EINVAL;
+	}
+	sc->comm_re = malloc(sizeof(*sc->comm_re));
+	if (!sc->comm_re)
+		return -ENOMEM;
+	ret = regcomp(sc->comm_re, re, REG_EXTENDED | REG_NOSUB);
+	if (ret) {
+		regerror(ret, sc->comm_re, why, sizeof(why));
+		errbuf__set(err, errlen, "invalid %s '%s': %s", name, spec, why);
+		free(sc->comm_re);
+		sc->comm_re = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int scope_parse(struct guard_scope *sc, const char *spec, const char *name, char *err,
+		       size_t errlen)
+{
+	struct guard_scope n = { .kind = GUARD_SCOPE_ALL };
+	int ret = 0;
+
+	if (!strcmp(spec, "all")) {
+		n.kind = GUARD_SCOPE_ALL;
+	} else if (!strcmp(spec, "gpu")) {
+		n.kind = GUARD_SCOPE_GPU;
+	} else if (!strncmp(spec, "pid:", 4)) {
+		n.kind = GUARD_SCOPE_PIDS;
+		ret = scope_pids(&n, spec + 4, name, spec, err, errlen);
+	} else if (!strncmp(spec, "cgroup:", 7)) {
+		n.kind = GUARD_SCOPE_CGROUP;
+		ret = scope_cgroup(&n, spec + 7, name, spec, err, errlen);
+	} else if (!strncmp(spec, "comm:", 5)) {
+		n.kind = GUARD_SCOPE_COMM;
+		ret = scope_comm(&n, spec + 5, name, spec, err, errlen);
+	} else {
+		errbuf__set(err, errlen, "invalid %s '%s': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX",
+			name, spec);
+		return -EINVAL;
+	}
+	if (!ret) {
+		n.spec = strdup(spec);
+		if (!n.spec)
+			ret = -ENOMEM;
+	}
+	if (ret == -ENOMEM)
+		errbuf__set(err, errlen, "%s: out of memory", name);
+	if (ret) {
+		guard_scope__free(&n);
+		return ret;
+	}
+	guard_scope__free(sc);
+	*sc = n;
+	return 0;
+}
+
+int guard_scope__parse(struct guard_scope *sc, const char *spec, char *err, size_t errlen)
+{
+	return scope_parse(sc, spec, "scope", err, errlen);
+}
+
+bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *comm,
+			const char *cgroup)
+{
+	size_t i, len;
+
+	switch (sc->kind) {
+	case GUARD_SCOPE_GPU:	/* the caller offers only GPU processes */
+	case GUARD_SCOPE_ALL:
+		return true;
+	case GUARD_SCOPE_PIDS:
+		for (i = 0; i < sc->n_pids; i++)
+			if (sc->pids[i] == pid)
+				return true;
+		return false;
+	case GUARD_SCOPE_CGROUP:
+		if (!cgroup)
+			return false;
+		while (*cgroup == '/')
+			cgroup++;
+		len = strlen(sc->cgroup);
+		/* "a/b" holds "a/b" and "a/b/c", not "a/bc". */
+		return !len || (!strncmp(cgroup, sc->cgroup, len) &&
+				(!cgroup[len] || cgroup[len] == '/'));
+	case GUARD_SCOPE_COMM:
+		return comm && !regexec(sc->comm_re, comm, 0, NULL, 0);
+	}
+	return false;
+}
+
+void guard_scope__free(struct guard_scope *sc)
+{
+	if (sc->comm_re) {
+		regfree(sc->comm_re);
+		free(sc->comm_re);
+	}
+	free(sc->cgroup);
+	free(sc->spec);
+	memset(sc, 0, sizeof(*sc));
+	sc->kind = GUARD_SCOPE_GPU;
+}
+
+/* --- protected processes --- */
+
+/* Equal as the kernel would see them: both cut to COMM_MAX characters. */
+static bool comm_eq(const char *a, const char *b)
+{
+	size_t la = strnlen(a, COMM_MAX), lb = strnlen(b, COMM_MAX);
+
+	return la == lb && !memcmp(a, b, la);
+}
+
+static bool protect_has(const struct guard_config *cfg, const char *comm)
+{
+	size_t i;
+
+	for (i = 0; i < N_BUILTIN; i++)
+		if (comm_eq(builtin_protect[i], comm))
+			return true;
+	for (i = 0; cfg && i < cfg->n_protect; i++)
+		if (comm_eq(cfg->protect[i], comm))
+			return true;
+	return false;
+}
+
+static int protect_add(struct guard_config *cfg, const char *list, const char *name,
+		       char *err, size_t errlen)
+{
+	char *copy = strdup(list), *p, *comma, *tok, **v;
+	int ret = -ENOMEM;
+
+	if (!copy)
+		goto out;
+	for (p = copy; p; p = comma ? comma + 1 : NULL) {
+		comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		tok = trim(p);
+		if (!*tok) {
+			errbuf__set(err, errlen, "invalid %s '%s': an empty process name", name, list);
+			ret = -EINVAL;
+			goto out;
+		}
+		if (protect_has(cfg, tok))
+			continue;
+		/* The kernel side holds the whole list in a fixed array. */
+		if (N_BUILTIN + cfg->n_protect >= UMT_GUARD_MAX_PROTECT) {
+			errbuf__set(err, errlen, "invalid %s '%s': at most %zu names besides the built-in ones",
+				name, list, (size_t)UMT_GUARD_MAX_PROTECT - N_BUILTIN);
+			ret = -EINVAL;
+			goto out;
+		}
+		v = realloc(cfg->protect, (cfg->n_protect + 1) * sizeof(*v));
+		if (!v)
+			goto out_nomem;
+		cfg->protect = v;
+		cfg->protect[cfg->n_protect] = strndup(tok, COMM_MAX);
+		if (!cfg->protect[cfg->n_protect])
+			goto out_nomem;
+		cfg->n_protect++;
+	}
+	ret = 0;
+	goto out;
+out_nomem:
+	errbuf__set(err, errlen, "%s: out of memory", name);
+	ret = -ENOMEM;
+out:
+	free(copy);
+	return ret;
+}
+
+size_t guard_config__protected_comms(const struct guard_config *cfg, const char **names,
+				     size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < N_BUILTIN; i++, n++)
+		if (n < max)
+			names[n] = builtin_protect[i];
+	for (i = 0; cfg && i < cfg->n_protect; i++, n++)
+		if (n < max)
+			names[n] = cfg->protect[i];
+	return n;
+}
+
+bool guard_protected(const struct guard_config *cfg, pid_t pid, const char *comm,
+		     bool kthread)
+{
+	if (kthread || pid <= 1)
+		return true;
+	if (cfg && pid == cfg->self_pid)
+		return true;
+	return comm && protect_has(cfg, comm);
+}
+
+/* --- one key = value --- */
+
+static int set_string(char **slot, const char *v, const char *name, char *err, size_t errlen)
+{
+	char *s = strdup(v);
+
+	if (!s) {
+		errbuf__set(err, errlen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	free(*slot);
+	*slot = s;
+	return 0;
+}
+
+/*
+ * Only the syntax here: a percentage needs MemTotal, which is resolved
+ * later, so any total serves.
+ */
+static int set_threshold(char **slot, const char *v, const char *name, char *err,
+			 size_t errlen)
+{
+	uint64_t bytes;
+
+	if (guard_policy__parse_threshold(name, v, GUARD_SCALE_TOTAL, &bytes, err, errlen))
+		return -EINVAL;
+	return set_string(slot, v, name, err, errlen);
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+	size_t i;
+
+	for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcasecmp(v, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcasecmp(v, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/*
+ * A file read by a daemon whose working directory is "/" should not
+ * depend on it: paths in the file are absolute. The command line may be
+ * relative to where it was typed.
+ */
+static int set_path(char **slot, const char *v, bool cli, const char *name, char *err,
+		    size_t errlen)
+{
+	if (!cli && v[0] != '/') {
+		errbuf__set(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
+		return -EINVAL;
+	}
+	return set_string(slot, v, name, err, errlen);
+}
+
+static int add_libcuda(struct guard_config *cfg, const char *v, bool cli, const char *name,
+		       char *err, size_t errlen)
+{
+	char **list;
+	size_t i;
+
+	if (!cli && v[0] != '/') {
+		errbuf__set(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
+		return -EINVAL;
+	}
+	if (cli && !cfg->cli_libcuda) {
+		for (i = 0; i < cfg->n_libcuda; i++)
+			free(cfg->libcuda[i]);
+		cfg->n_libcuda = 0;
+		cfg->cli_libcuda = true;
+	}
+	list = realloc(cfg->libcuda, (cfg->n_libcuda + 1) * sizeof(*list));
+	if (!list)
+		goto nomem;
+	cfg->libcuda = list;
+	list[cfg->n_libcuda] = strdup(v);
+	if (!list[cfg->n_libcuda])
+		goto nomem;
+	cfg->n_libcuda++;
+	return 0;
+nomem:
+	errbuf__set(err, errlen, "%s: out of memory", name);
+	return -ENOMEM;
+}
+
+static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, char *err,
+		 size_t errlen)
+{
+	char name[32];
+	size_t i, len;
+
+	/* "floor" in the file, "--floor" on the command line. */
+	snprintf(name, sizeof(name), "%s%s", cli ? "--" : "", keys[k].name);
+	for (i = 0; cli && name[i]; i++)
+		if (name[i] == '_')
+			name[i] = '-';
+	if (!*v) {
+		errbuf__set(err, errlen, "invalid %s: empty value", name);
+		return -EINVAL;
+	}
+	switch (k) {
+	case K_FLOOR:
+		return set_threshold(&cfg->floor, v, name, err, errlen);
+	case K_LOW:
+		return set_threshold(&cfg->low, v, name, err, errlen);
+	case K_DROP:
+		return set_threshold(&cfg->drop, v, name, err, errlen);
+	case K_AUTO_RESUME:
+		if (!strcmp(v, "off")) {
+			free(cfg->auto_resume);
+			cfg->auto_resume = NULL;
+			return 0;
+		}
+		return set_threshold(&cfg->auto_resume, v, name, err, errlen);
+	case K_METRIC:
+		if (!guard_metric__parse(v, &cfg->metric))
+			return 0;
+		errbuf__set(err, errlen, "invalid %s '%s': expected available or free", name, v);
+		return -EINVAL;
+	case K_ACTION:
+		if (!guard_act__parse(v, &cfg->action))
+			return 0;
+		errbuf__set(err, errlen, "invalid %s '%s': expected stop or freeze", name, v);
+		return -EINVAL;
+	case K_SCOPE:
+		return scope_parse(&cfg->scope, v, name, err, errlen);
+	case K_PROTECT:
+		return protect_add(cfg, v, name, err, errlen);
+	case K_DRY_RUN:
+		if (!parse_bool(v, &cfg->dry_run))
+			return 0;
+		errbuf__set(err, errlen, "invalid %s '%s': expected true or false", name, v);
+		return -EINVAL;
+	case K_ON_STOP:
+		return set_string(&cfg->on_stop, v, name, err, errlen);
+	case K_POSTMORTEM_DIR:
+		return set_path(&cfg->postmortem_dir, v, cli, name, err, errlen);
+	case K_METRICS_FILE:
+		/* node_exporter's textfile collector skips every other name. */
+		len = strlen(v);
+		if (len < 6 || strcmp(v + len - 5, ".prom") || v[len - 6] == '/') {
+			errbuf__set(err, errlen, "invalid %s '%s': node_exporter reads only files named *.prom",
+				name, v);
+			return -EINVAL;
+		}
+		return set_path(&cfg->metrics_file, v, cli, name, err, errlen);
+	case K_LIBCUDA:
+		return add_libcuda(cfg, v, cli, name, err, errlen);
+	case K__COUNT:
+		break;
+	}
+	return -EINVAL;
+}
+
+static int find_key(const char *name)
+{
+	int k;
+
+	for (k = 0; k < K__COUNT; k++)
+		if (!strcmp(name, keys[k].name))
+			return k;
+	return -1;
+}
+
+/* "Dry-Run" for dry_run: the key meant, if any. */
+static int near_key(const char *name)
+{
+	char buf[32];
+	size_t i;
+
+	for (i = 0; name[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = name[i] == '-' ? '_' : (char)tolower((unsigned char)name[i]);
+	buf[i] = '\0';
+	return name[i] ? -1 : find_key(buf);
+}
+
+int guard_config__set(struct guard_config *cfg, const char *key, const char *value,
+		      char *err, size_t errlen)
+{
+	char buf[32];
+	size_t i;
+	int k;
+
+	for (i = 0; key[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = key[i] == '-' ? '_' : key[i];
+	buf[i] = '\0';
+	k = key[i] ? -1 : find_key(buf);
+	if (k < 0) {
+		errbuf__set(err, errlen, "unknown option --%s", key);
+		return -EINVAL;
+	}
+	return apply(cfg, (enum key)k, value ? value : "true", true, err, errlen);
+}
+
+/* --- the file --- */
+
+struct load_ctx {
+	struct guard_config *cfg;
+	FILE *f;
+	int lineno;		/* of the line last handed to inih */
+	int err_line;		/* of the first error, 0: none */
+	int err;
+	int read_errno;
+	int line_of[K__COUNT];	/* where each key was set */
+	char msg[MSG_LEN];
+};
+
+static int fail(struct load_ctx *ctx, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct load_ctx *ctx, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ctx->err_line)
+		return 0;
+	ctx->err_line = ctx->lineno;
+	ctx->err = err;
+	va_start(ap, fmt);
+	vsnprintf(ctx->msg, sizeof(ctx->msg), fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+/*
+ * inih's line reader, in place of fgets: one whole line per call so that
+ * its line count is ours, leading blanks dropped so that an indented line
+ * is never taken for a continuation of the previous value, and a file
+ * that is not text stopped at its first line with a byte no config has.
+ */
+static char *read_line(char *str, int num, void *stream)
+{
+	struct load_ctx *ctx = stream;
+	size_t n = 0, max = num > 2 ? (size_t)num - 2 : 0;
+	bool lead = true, any = false;
+	int ch, next;
+
+	if (ctx->err_line)
+		return NULL;	/* stop at the first error */
+	while ((ch = getc(ctx->f)) != EOF) {
+		if (!any) {
+			any = true;
+			ctx->lineno++;
+		}
+		if (ch == '\n')
+			break;
+		if (ch == '\r') {
+			next = getc(ctx->f);
+			if (next == '\n' || next == EOF)
+				break;	/* CRLF, from an editor elsewhere */
+			ungetc(next, ctx->f);
+		}
+		if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+			fail(ctx, -EINVAL, "binary data (byte 0x%02x), not a config file", ch);
+			return NULL;
+		}
+		if (lead && (ch == ' ' || ch == '\t'))
+			continue;
+		lead = false;
+		if (n >= max) {
+			fail(ctx, -EINVAL, "line too long (at most %zu characters)", max);
+			return NULL;
+		}
+		str[n++] = (char)ch;
+	}
+	if (ferror(ctx->f)) {
+		ctx->read_errno = errno ? errno : EIO;
+		return NULL;
+	}
+	if (!any)
+		return NULL;
+	str[n++] = '\n';
+	str[n] = '\0';
+	return str;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *ctx = user;
+	char msg[MSG_LEN];
+	int k;
+
+	if (*section && strcmp(section, "guard"))
+		return fail(ctx, -EINVAL, "unknown section [%s]: keys go in [guard] or before any section",
+			    section);
+	k = find_key(name);
+	if (k < 0) {
+		k = near_key(name);
+		if (k >= 0)
+			return fail(ctx, -EINVAL, "unknown key '%s' (did you mean %s?)", name,
+				    keys[k].name);
+		return fail(ctx, -EINVAL, "unknown key '%s'", name);
+	}
+	if (!keys[k].repeat && ctx->line_of[k])
+		return fail(ctx, -EINVAL, "duplicate key '%s' (first on line %d)", name,
+			    ctx->line_of[k]);
+	ctx->line_of[k] = ctx->lineno;
+	if (apply(ctx->cfg, (enum key)k, value ? value : "", false, msg, sizeof(msg)))
+		return fail(ctx, -EINVAL, "%s", msg);
+	return 1;
+}
+
+/*
+ * umtrace runs as root and the file names a command to run and paths to
+ * write: whoever can edit it can do both.
+ */
+static int check_owner(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	if (!S_ISREG(st->st_mode)) {
+		errbuf__set(err, errlen, "%s: not a regular file", path);
+		return -EINVAL;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		errbuf__set(err, errlen, "%s: writable by group or others, and umtrace runs its on_stop as root (chmod go-w %s)",
+			path, path);
+		return -EPERM;
+	}
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		errbuf__set(err, errlen, "%s: owned by uid %u, not by root", path,
+			(unsigned int)st->st_uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int guard_config__load(struct guard_config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct load_ctx ctx = { .cfg = cfg };
+	struct stat st;
+	int fd, ret;
+
+	/* O_NONBLOCK: a FIFO given as the file must not hang the open. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		ret = -errno;
+		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errbuf__set(err, errlen, "%s: not a regular file", path);
+		close(fd);
+		return -EINVAL;
+	}
+	ret = check_owner(path, &st, err, errlen);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ctx.f = fdopen(fd, "r");
+	if (!ctx.f) {
+		ret = -errno;
+		errbuf__set(err, errlen, "%s: %s", path, strerror(-ret));
+		close(fd);
+		return ret;
+	}
+
+	ret = ini_parse_stream(read_line, &ctx, on_key, &ctx);
+	if (ret > 0 && (!ctx.err_line || ret < ctx.err_line)) {
+		errbuf__set(err, errlen, "%s:%d: expected 'key = value', '[guard]' or a comment",
+			path, ret);
+		ret = -EINVAL;
+	} else if (ctx.err_line) {
+		errbuf__set(err, errlen, "%s:%d: %s", path, ctx.err_line, ctx.msg);
+		ret = ctx.err;
+	} else if (ctx.read_errno) {
+		errbuf__set(err, errlen, "%s: %s", path, strerror(ctx.read_errno));
+		ret = -ctx.read_errno;
+	} else if (ret < 0) {
+		errbuf__set(err, errlen, "%s: out of memory", path);
+		ret = -ENOMEM;
+	}
+	fclose(ctx.f);
+	return ret;
+}
+
+/* --- the whole --- */
+
+void guard_config__init(struct guard_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->metric = GUARD_METRIC_AVAILABLE;
+	cfg->action = GUARD_ACT_STOP;
+	cfg->scope.kind = GUARD_SCOPE_GPU;
+	cfg->self_pid = getpid();
+}
+
+int guard_config__policy(const struct guard_config *cfg, uint64_t mem_total,
+			 struct guard_policy *p, char *err, size_t errlen)
+{
+	int ret;
+
+	ret = guard_policy__init(p, mem_total, cfg->floor, cfg->low, cfg->drop, cfg->auto_resume,
+				 err, errlen);
+	if (ret)
+		return ret;
+	p->metric = cfg->metric;
+	return 0;
+}
+
+static void free_list(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void guard_config__free(struct guard_config *cfg)
+{
+	free(cfg->floor);
+	free(cfg->low);
+	free(cfg->drop);
+	free(cfg->auto_resume);
+	guard_scope__free(&cfg->scope);
+	free_list(cfg->protect, cfg->n_protect);
+	free(cfg->on_stop);
+	free(cfg->postmortem_dir);
+	free(cfg->metrics_file);
+	free_list(cfg->libcuda, cfg->n_libcuda);
+	memset(cfg, 0, sizeof(*cfg));
+}

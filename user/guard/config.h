@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * `umtrace guard --config FILE`: an INI file (inih) of the same settings
+ * as the command line, the guard's scope (which processes it may stop)
+ * and the processes it never stops. See scripts/guard.conf.example.
+ *
+ * Order: guard_config__init(), guard_config__load() for the file, then
+ * guard_config__set() for each command-line flag, which wins.
+ */
+#ifndef UMTRACE_GUARD_CONFIG_H
+#define UMTRACE_GUARD_CONFIG_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "guard/action.h"
+#include "guard/policy.h"
+
+#define GUARD_SCOPE_MAX_PIDS 64
+
+enum guard_scope_kind {
+	GUARD_SCOPE_GPU,	/* processes that made GPU allocation calls */
+	GUARD_SCOPE_ALL,
+	GUARD_SCOPE_PIDS,
+	GUARD_SCOPE_CGROUP,	/* the cgroup and everything below it */
+	GUARD_SCOPE_COMM,	/* process names matching an extended regex */
+};
+
+struct guard_scope {
+	enum guard_scope_kind kind;
+	pid_t pids[GUARD_SCOPE_MAX_PIDS];
+	size_t n_pids;
+	char *cgroup;		/* relative to /sys/fs/cgroup, "a/b"; "" is the root */
+	regex_t *comm_re;	/* compiled REG_EXTENDED | REG_NOSUB */
+	char *spec;		/* as given, for log lines; NULL: none was given */
+};
+
+/*
+ * "gpu", "all", "pid:1,2,3", "cgroup:/sys/fs/cgroup/a/b" or "cgroup:a/b",
+ * "comm:REGEX" (extended, unanchored: "comm:^python"). On success sc is
+ * replaced (free it with guard_scope__free); on failure it is left alone.
+ * 0, or -EINVAL/-ENOMEM with a one-line message.
+ */
+int guard_scope__parse(struct guard_scope *sc, const char *spec, char *err, size_t errlen);
+/*
+ * cgroup: the process's cgroup v2 path as /proc/PID/cgroup gives it
+ * ("/a/b"); NULL if unknown. comm: NULL if unknown.
+ */
+bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *comm,
+			const char *cgroup);
+void guard_scope__free(struct guard_scope *sc);
+
+struct guard_config {
+	/* As written (SIZE or N%), resolved against MemTotal by guard_config__policy. */
+	char *floor;		/* NULL: the default */
+	char *low;
+	char *drop;
+	char *auto_resume;	/* NULL: stopped jobs stay stopped */
+	enum guard_metric metric;
+	enum guard_act action;
+	struct guard_scope scope;
+	char **protect;		/* process names, besides the built-in ones */
+	size_t n_protect;
+	bool dry_run;
+	char *on_stop;		/* a command; NULL: none */
+	char *postmortem_dir;
+	char *metrics_file;
+	char **libcuda;
+	size_t n_libcuda;
+	pid_t self_pid;		/* umtrace itself, never stopped */
+	bool cli_libcuda;	/* a --libcuda has replaced the file's list */
+};
+
+void guard_config__init(struct guard_config *cfg);
+/*
+ * Read FILE on top of cfg. Keys go before any section or in [guard];
+ * only libcuda and protect may repeat. An empty file (or one of comments)
+ * is valid: everything keeps its default. The file must be owned by root
+ * (or by the caller) and not writable by group or others: it names
+ * commands and paths that umtrace, as root, runs and writes.
+ * 0, or -errno with a one-line message "FILE:LINE: ..." in err; cfg may
+ * then hold part of the file.
+ */
+int guard_config__load(struct guard_config *cfg, const char *path, char *err, size_t errlen);
+/*
+ * One command-line flag: key as in the file ("auto_resume") or as the flag
+ * ("auto-resume"); a flag without a value passes "true". Replaces the
+ * file's value; the first --libcuda replaces the file's list, --protect
+ * adds to it (a flag never unprotects), --auto-resume off turns it off.
+ * 0, or -EINVAL with a message naming the flag ("invalid --floor ...").
+ */
+int guard_config__set(struct guard_config *cfg, const char *key, const char *value,
+		      char *err, size_t errlen);
+/* The thresholds resolved against mem_total, and checked: guard_policy__init. */
+int guard_config__policy(const struct guard_config *cfg, uint64_t mem_total,
+			 struct guard_policy *p, char *err, size_t errlen);
+/*
+ * Every protected process name, built-in ones first, truncated as the
+ * kernel truncates comm (15 characters), for the kernel side's list.
+ * Returns how many there are (at most max are stored).
+ */
+size_t guard_config__protected_comms(const struct guard_config *cfg, const char **names,
+				     size_t max);
+/*
+ * Never stopped: pid 1, kernel threads, umtrace itself, sshd,
+ * systemd-journald and the names in protect. cfg may be NULL (built-ins).
+ */
+bool guard_protected(const struct guard_config *cfg, pid_t pid, const char *comm,
+		     bool kthread);
+void guard_config__free(struct guard_config *cfg);
+
+#endif /* UMTRACE_GUARD_CONFIG_H */

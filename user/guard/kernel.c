@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "guard/kernel.h"
+#include "umtrace.skel.h"
+
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+
+static uint64_t page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	return ps > 0 ? (uint64_t)ps : 4096;
+}
+
+int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *bytes),
+			 void *ctx, int64_t *error)
+{
+	struct umtrace_bpf__bss *bss = p->skel->bss;
+	int64_t before, after, estimate;
+	uint64_t bytes;
+	int err;
+
+	before = READ_ONCE(bss->guard_net);
+	err = sample(ctx, &bytes);
+	if (err)
+		return err;
+	after = READ_ONCE(bss->guard_net);
+	estimate = (READ_ONCE(bss->guard_anchor) - before - (after - before) / 2) *
+		   (int64_t)page_size();
+	*error = READ_ONCE(bss->guard_armed) ? estimate - (int64_t)bytes : 0;
+	/*
+	 * One 64-bit store: the kernel never sees an anchor from one sample
+	 * and a net count from another.
+	 */
+	WRITE_ONCE(bss->guard_anchor,
+		   (int64_t)(bytes / page_size()) + before + (after - before) / 2);
+	WRITE_ONCE(bss->guard_armed, true);
+	return 0;
+}
+
+void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low)
+{
+	WRITE_ONCE(p->skel->bss->guard_floor, (int64_t)(floor / page_size()));
+	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page_size()));
+}
+
+void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
+{
+	const struct umtrace_bpf__bss *bss = p->skel->bss;
+	int64_t ps = (int64_t)page_size();
+
+	st->reserved = READ_ONCE(bss->guard_reserved) * ps;
+	st->headroom = (READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net) -
+			READ_ONCE(bss->guard_reserved) - READ_ONCE(bss->guard_floor)) * ps;
+	st->checks = READ_ONCE(bss->guard_checks);
+	st->stops = READ_ONCE(bss->guard_stops);
+	st->send_failed = READ_ONCE(bss->guard_send_failed);
+	st->reclaims = READ_ONCE(bss->guard_reclaims);
+	st->kswapd_wakes = READ_ONCE(bss->guard_kswapd_wakes);
+}
+
+int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in)
+{
+	int fd = bpf_map__fd(p->skel->maps.guard_scope_pids);
+	uint8_t one = 1;
+	int err;
+
+	if (in)
+		err = bpf_map_update_elem(fd, &pid, &one, BPF_ANY);
+	else
+		err = bpf_map_delete_elem(fd, &pid);
+	if (err && !(errno == ENOENT && !in))
+		return -errno;
+	return 0;
+}
+
+int guard_kernel__scope_comm(struct probes *p, const char *comm, bool in)
+{
+	struct umt_comm_key key = {};
+	uint8_t verdict = in ? UMT_COMM_IN : UMT_COMM_OUT;
+
+	strncpy(key.comm, comm, sizeof(key.comm) - 1);
+	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.guard_scope_comms), &key,
+				&verdict, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int guard_kernel__scope_cgroup(struct probes *p, int cgroup_fd)
+{
+	uint32_t zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(p->skel->maps.guard_cgroup), &zero,
+				&cgroup_fd, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+uint64_t guard_kernel__proc_reclaims(const struct probes *p, uint32_t pid)
+{
+	struct umt_gpu_proc v;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.gpu_procs), &pid, &v))
+		return 0;
+	return v.reclaims;
+}

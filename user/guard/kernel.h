@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * User space's half of the guard's kernel side (bpf/guard.bpf.h): anchor
+ * its headroom to a /proc/meminfo sample, set the thresholds it enforces,
+ * keep its scope, and read its counters.
+ */
+#ifndef UMTRACE_GUARD_KERNEL_H
+#define UMTRACE_GUARD_KERNEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "attach/probes.h"
+
+struct guard_kstats {
+	int64_t headroom;	/* bytes above the floor, as the kernel sees it now */
+	int64_t reserved;	/* bytes reserved by admitted calls in flight */
+	uint64_t checks;	/* admission decisions */
+	uint64_t stops;		/* kernel stops (dry runs included) */
+	uint64_t send_failed;	/* bpf_send_signal errors */
+	uint64_t reclaims;	/* direct reclaim entries, host-wide */
+	uint64_t kswapd_wakes;
+};
+
+/*
+ * Anchor the kernel's headroom to metric_bytes (MemAvailable or MemFree)
+ * read by sample(), which is called between two reads of the kernel's net
+ * page counter: pages that moved during the read are split evenly. Arms
+ * the kernel side on the first call. *error gets what the kernel's figure
+ * was off by just before (its estimate minus the sample; 0 at the first
+ * call): the measure of the method. 0 or -errno (sample's).
+ */
+int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *bytes),
+			 void *ctx, int64_t *error);
+void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low);
+void guard_kernel__stats(const struct probes *p, struct guard_kstats *st);
+/* --scope pid: membership. 0 or -errno. */
+int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);
+/* --scope comm: a process name's verdict. 0 or -errno. */
+int guard_kernel__scope_comm(struct probes *p, const char *comm, bool in);
+/* --scope cgroup: the cgroup directory's fd. 0 or -errno. */
+int guard_kernel__scope_cgroup(struct probes *p, int cgroup_fd);
+/* Direct reclaim entries of a process that made GPU calls (0 if unknown). */
+uint64_t guard_kernel__proc_reclaims(const struct probes *p, uint32_t pid);
+
+#endif /* UMTRACE_GUARD_KERNEL_H */

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "guard/metrics.h"
+#include "lib/out_file.h"
+
+#define PREFIX "umtrace_guard_"
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP " PREFIX "%s %s\n# TYPE " PREFIX "%s %s\n", name, help, name, type);
+}
+
+static void gauge(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	family(f, name, "gauge", help);
+	fprintf(f, PREFIX "%s %" PRIu64 "\n", name, v);
+}
+
+static void counter(FILE *f, const char *name, const char *help, uint64_t v)
+{
+	family(f, name, "counter", help);
+	fprintf(f, PREFIX "%s %" PRIu64 "\n", name, v);
+}
+
+/* The length of the valid UTF-8 sequence at s, 0 if there is none. */
+static size_t utf8_len(const unsigned char *s)
+{
+	uint32_t cp;
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;	/* also stops at the terminating NUL */
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+/*
+ * A label value: backslash, double quote and newline escaped as the format
+ * asks. A process names itself (prctl PR_SET_NAME) with any bytes, and
+ * one byte that is not UTF-8 makes node_exporter drop the whole file, so
+ * those and other control characters become '?'.
+ */
+static void label_value(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	size_t n;
+
+	while (*p) {
+		if (*p == '\\' || *p == '"' || *p == '\n') {
+			fputc('\\', f);
+			fputc(*p == '\n' ? 'n' : *p, f);
+			p++;
+			continue;
+		}
+		if (*p < 0x20 || *p == 0x7f) {
+			fputc('?', f);
+			p++;
+			continue;
+		}
+		n = utf8_len(p);
+		if (!n) {
+			fputc('?', f);
+			p++;
+			continue;
+		}
+		fwrite(p, 1, n, f);
+		p += n;
+	}
+}
+
+static void process_rows(FILE *f, const struct guard_metrics *m, const char *name, bool bytes)
+{
+	const struct guard_metrics_process *r;
+	size_t i;
+
+	for (i = 0; i < m->n_procs; i++) {
+		r = &m->procs[i];
+		fprintf(f, PREFIX "%s{pid=\"%d\",comm=\"", name, (int)r->pid);
+		label_value(f, r->comm);
+		fprintf(f, "\"} %" PRIu64 "\n", bytes ? r->host_bytes : (uint64_t)r->stopped);
+	}
+}
+
+int metrics__format(FILE *f, const struct guard_metrics *m)
+{
+	size_t i;
+
+	gauge(f, "up", "1 while umtrace guard runs, 0 in the file it leaves at exit.", m->up);
+	gauge(f, "floor_bytes", "The guard's FLOOR threshold.", m->floor);
+	gauge(f, "low_bytes", "The guard's LOW threshold.", m->low);
+	gauge(f, "drop_bytes", "The guard's DROP threshold, per sample.", m->drop);
+	gauge(f, "auto_resume_bytes",
+	      "Stopped jobs are resumed above this (0: only by an operator).",
+	      m->auto_resume_above);
+	family(f, "headroom_bytes", "gauge",
+	       "Host memory left above the floor (negative below it).");
+	fprintf(f, PREFIX "headroom_bytes %" PRId64 "\n", m->headroom);
+	gauge(f, "mem_available_bytes", "MemAvailable at the last sample.", m->mem_available);
+	gauge(f, "mem_free_bytes", "MemFree at the last sample.", m->mem_free);
+	gauge(f, "mem_total_bytes", "MemTotal.", m->mem_total);
+
+	family(f, "stops_total", "counter", "Processes stopped (or, in a dry run, not), by reason.");
+	for (i = 0; i < m->n_stops; i++) {
+		fputs(PREFIX "stops_total{reason=\"", f);
+		label_value(f, m->stops[i].reason);
+		fprintf(f, "\"} %" PRIu64 "\n", m->stops[i].count);
+	}
+	counter(f, "resumes_total", "Processes resumed by auto-resume.", m->resumes);
+	gauge(f, "stopped_processes", "Processes the guard holds stopped now.",
+	      m->stopped_processes);
+	counter(f, "signal_failures_total", "Stops or resumes that could not be delivered.",
+		m->signal_failures);
+	counter(f, "reclaim_events_total", "Direct reclaim entries seen, host-wide.",
+		m->reclaim_events);
+	counter(f, "kernel_decisions_total", "Stops decided by the guard's kernel side.",
+		m->kernel_decisions);
+	counter(f, "admission_checks_total", "GPU calls checked by the kernel side.",
+		m->admission_checks);
+	counter(f, "samples_total", "/proc/meminfo samples taken.", m->samples);
+	family(f, "last_stop_timestamp_seconds", "gauge",
+	       "When the last process was stopped, in Unix time (0: never).");
+	if (m->last_stop_time > 0)
+		fprintf(f, PREFIX "last_stop_timestamp_seconds %.3f\n", m->last_stop_time);
+	else
+		fputs(PREFIX "last_stop_timestamp_seconds 0\n", f);
+
+	family(f, "process_host_bytes", "gauge",
+	       "Host memory a process took in GPU allocation calls and holds.");
+	process_rows(f, m, "process_host_bytes", true);
+	family(f, "process_stopped", "gauge", "1 if the guard holds the process stopped.");
+	process_rows(f, m, "process_stopped", false);
+
+	if (fflush(f) || ferror(f))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+char *metrics__text(const struct guard_metrics *m, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f;
+	int err;
+
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	err = metrics__format(f, m);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(buf);
+		errno = -err;
+		return NULL;
+	}
+	return buf;
+}
+
+int metrics__write(const char *path, const struct guard_metrics *m)
+{
+	size_t len;
+	char *buf = metrics__text(m, &len);
+	int err;
+
+	if (!buf)
+		return -errno;
+	err = out_file__replace(path, buf, len, METRICS_MODE);
+	free(buf);
+	return err;
+}

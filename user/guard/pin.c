@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "guard/pin.h"
+#include "lib/log.h"
+
+#define BPF_FS_MAGIC_NR 0xcafe4a11
+#define BPF_FS_MOUNT "/sys/fs/bpf"
+
+static bool on_bpffs(const char *path)
+{
+	struct statfs sf;
+
+	return !statfs(path, &sf) && sf.f_type == BPF_FS_MAGIC_NR;
+}
+
+/* As bpftool does: a private bpffs where none is mounted. */
+static int ensure_bpffs(void)
+{
+	if (on_bpffs(BPF_FS_MOUNT))
+		return 0;
+	if (mkdir(BPF_FS_MOUNT, 0700) && errno != EEXIST)
+		return -errno;
+	if (mount("bpf", BPF_FS_MOUNT, "bpf", 0, "mode=0700"))
+		return -errno;
+	return 0;
+}
+
+/* Unlink the pins in dir; how many there were. */
+static int clear_dir(const char *dir)
+{
+	char path[4200];
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (!unlink(path))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int guard_pins__open(struct guard_pins *gp, const char *dir, bool *stale)
+{
+	int err;
+
+	memset(gp, 0, sizeof(*gp));
+	*stale = false;
+	if (!strncmp(dir, BPF_FS_MOUNT "/", sizeof(BPF_FS_MOUNT)) && (err = ensure_bpffs()))
+		return err;
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	if (!on_bpffs(dir))
+		return -ENOTSUP;
+	*stale = clear_dir(dir) > 0;
+	gp->dir = dir;
+	return 0;
+}
+
+static int pin_fd(const char *dir, const char *kind, size_t i, int fd)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s-%zu", dir, kind, i);
+	return bpf_obj_pin(fd, path) ? -errno : 0;
+}
+
+int guard_pins__sync(struct guard_pins *gp, struct probes *p)
+{
+	int err;
+
+	if (!gp->dir)
+		return 0;
+	for (; gp->links < p->n_links; gp->links++) {
+		err = pin_fd(gp->dir, "link", gp->links, bpf_link__fd(p->links[gp->links]));
+		if (err)
+			return err;
+	}
+	for (; gp->multi < p->n_multi; gp->multi++) {
+		err = pin_fd(gp->dir, "uprobes", gp->multi, p->multi_fds[gp->multi]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void guard_pins__remove(struct guard_pins *gp)
+{
+	if (!gp->dir)
+		return;
+	clear_dir(gp->dir);
+	rmdir(gp->dir);
+	gp->dir = NULL;
+}
+
+bool guard_pins__armed(const char *dir)
+{
+	struct dirent *de;
+	bool any = false;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return false;
+	while (!any && (de = readdir(d)))
+		any = de->d_name[0] != '.';
+	closedir(d);
+	return any;
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "export/export.h"
+#include "export/flame_build.h"
+#include "guard/guard.h"
+#include "lib/log.h"
+#include "guard/postmortem.h"
+#include "lib/units.h"
+
+/* A new file in the bundle: never an existing one, never through a link. */
+static FILE *create(const char *dir, const char *name)
+{
+	char path[4200];
+	int fd;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	f = fdopen(fd, "w");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+static int finish(FILE *f)
+{
+	int err = 0;
+
+	if (fflush(f) || ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+static int write_event(struct guard *g, const struct guard_proc *p, const char *dir,
+		       const char *reason, const char *detail)
+{
+	char a[32], site[512];
+	FILE *f = create(dir, "event.txt");
+
+	if (!f)
+		return -errno;
+	guard_sites__top_site(g, p->pid, site, sizeof(site));
+	fprintf(f, "time %lld\npid %u\ncomm %s\ncgroup %s\nreason %s\ndetail %s\n"
+		"action %s\n%s %s\ngpu_host_bytes %llu\ntop_site %s\n",
+		(long long)p->when, p->pid, p->comm, p->cgroup[0] ? p->cgroup : "-", reason,
+		detail, p->dry ? "dry-run" : guard_act__name(g->opt.action),
+		guard_metric__name(g->pol.metric), fmt_bytes(g->last_metric, a, sizeof(a)),
+		(unsigned long long)guard_sites__proc_host(g, p->pid), site);
+	return finish(f);
+}
+
+static void print_sites(struct guard *g, FILE *f)
+{
+	struct callsite **v = callsites__sorted(&g->sites);
+	char a[32], b[32];
+	size_t i;
+
+	if (!v)
+		return;
+	fprintf(f, "\nCall sites holding memory (host bytes held, allocations, stack):\n");
+	for (i = 0; i < g->sites.n; i++) {
+		if (!v[i]->held_count)
+			continue;
+		fprintf(f, "%10s %6llu  %s  (%s taken in all)\n",
+			fmt_bytes(v[i]->held_host, a, sizeof(a)),
+			(unsigned long long)v[i]->held_count, v[i]->key,
+			fmt_bytes(v[i]->host_taken, b, sizeof(b)));
+	}
+	free(v);
+}
+
+static int write_report(struct guard *g, const char *dir)
+{
+	FILE *f = create(dir, "report.txt");
+
+	if (!f)
+		return -errno;
+	summary__print_text(&g->summary, f);
+	print_sites(g, f);
+	return finish(f);
+}
+
+static int write_folded(struct guard *g, const char *dir)
+{
+	struct stackset *set = stackset__new(0);
+	FILE *f;
+	int err;
+
+	if (!set)
+		return -errno;
+	flame__add_held(set, &g->summary, &g->sites, 0);
+	f = create(dir, "held.folded");
+	if (!f) {
+		err = -errno;
+		stackset__free(set);
+		return err;
+	}
+	err = export_folded(set, STACK_VAL__HOST_BYTES, f);
+	stackset__free(set);
+	if (finish(f) && !err)
+		err = -EIO;
+	return err;
+}
+
+/* DIR/umtrace-YYYYmmdd-HHMMSS-PID, made 0700; a name taken gets a suffix. */
+static int make_dir(const char *base, const struct guard_proc *p, char *dir, size_t len)
+{
+	struct tm tm;
+	char stamp[32];
+	int i;
+
+	localtime_r(&p->when, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	if (mkdir(base, 0700) && errno != EEXIST)
+		return -errno;
+	for (i = 0; i < 100; i++) {
+		if (i)
+			snprintf(dir, len, "%s/umtrace-%s-%u.%d", base, stamp, p->pid, i);
+		else
+			snprintf(dir, len, "%s/umtrace-%s-%u", base, stamp, p->pid);
+		if (!mkdir(dir, 0700))
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+int postmortem__write(struct guard *g, const struct guard_proc *p, const char *reason,
+		      const char *detail, char *dir, size_t len)
+{
+	int err;
+
+	err = make_dir(g->opt.postmortem_dir, p, dir, len);
+	if (!err)
+		err = write_event(g, p, dir, reason, detail);
+	if (!err)
+		err = write_report(g, dir);
+	if (!err)
+		err = write_folded(g, dir);
+	if (!err && g->flight)
+		err = guard_flight__dump(g, dir);
+	if (err)
+		wlog("guard: post-mortem bundle %s incomplete: %s", dir, strerror(-err));
+	return err;
+}

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include "guard/action.h"
+#include "guard/state.h"
+#include "lib/out_file.h"
+#include "lib/procfs.h"
+
+#define MAGIC "umtrace-guard-state 1"
+
+static void write_body(FILE *f, const struct guard_status *st)
+{
+	size_t i;
+
+	fprintf(f, MAGIC "\n");
+	fprintf(f, "pid %" PRIu32 "\nstarted %" PRId64 "\nupdated %" PRId64 "\n",
+		st->pid, st->started, st->updated);
+	fprintf(f, "floor %" PRIu64 "\nlow %" PRIu64 "\ndrop %" PRIu64 "\n"
+		"auto_resume %" PRIu64 "\n", st->floor, st->low, st->drop, st->auto_resume);
+	fprintf(f, "metric %s\naction %s\ndry_run %d\n", st->metric, st->action,
+		st->dry_run);
+	fprintf(f, "headroom %" PRId64 "\nmetric_value %" PRIu64 "\n", st->headroom,
+		st->metric_value);
+	fprintf(f, "checks %" PRIu64 "\nkernel_stops %" PRIu64 "\npolicy_stops %" PRIu64
+		"\nsend_failed %" PRIu64 "\nreclaims %" PRIu64 "\nsamples %" PRIu64 "\n",
+		st->checks, st->kernel_stops, st->policy_stops, st->send_failed,
+		st->reclaims, st->samples);
+	for (i = 0; i < st->n_stopped; i++) {
+		const struct guard_stopped *s = &st->stopped[i];
+
+		fprintf(f, "stopped %" PRIu32 " %s %s %" PRId64 " %s %s\n", s->pid,
+			s->action, s->reason, s->when, s->cgroup[0] ? s->cgroup : "-",
+			s->comm);
+	}
+}
+
+char *guard_state__format(const struct guard_status *st, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f;
+
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	write_body(f, st);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+int guard_state__write(const char *path, const struct guard_status *st)
+{
+	size_t len;
+	char *buf = guard_state__format(st, &len);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = out_file__replace(path, buf, len, 0600);
+	free(buf);
+	return err;
+}
+
+/* "stopped PID ACTION REASON TIME CGROUP COMM": COMM is the rest of the line. */
+static int parse_stopped(const char *v, struct guard_stopped *s)
+{
+	int n = 0;
+
+	memset(s, 0, sizeof(*s));
+	if (sscanf(v, "%" SCNu32 " %15s %15s %" SCNd64 " %511s %n", &s->pid, s->action,
+		   s->reason, &s->when, s->cgroup, &n) != 5 || !n)
+		return -EINVAL;
+	snprintf(s->comm, sizeof(s->comm), "%s", v + n);
+	if (!strcmp(s->cgroup, "-"))
+		s->cgroup[0] = '\0';
+	return 0;
+}
+
+static int parse_line(struct guard_status *st, const char *key, const char *v)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} u64s[] = {
+#define U(k) { #k, offsetof(struct guard_status, k) }
+		U(floor), U(low), U(drop), U(auto_resume), U(metric_value), U(checks),
+		U(kernel_stops), U(policy_stops), U(send_failed), U(reclaims), U(samples),
+#undef U
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(u64s) / sizeof(u64s[0]); i++)
+		if (!strcmp(key, u64s[i].key))
+			return sscanf(v, "%" SCNu64, (uint64_t *)((char *)st + u64s[i].off))
+			       == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "pid"))
+		return sscanf(v, "%" SCNu32, &st->pid) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "started"))
+		return sscanf(v, "%" SCNd64, &st->started) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "updated"))
+		return sscanf(v, "%" SCNd64, &st->updated) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "headroom"))
+		return sscanf(v, "%" SCNd64, &st->headroom) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "metric"))
+		return snprintf(st->metric, sizeof(st->metric), "%s", v) < 0 ? -EINVAL : 0;
+	if (!strcmp(key, "action"))
+		return snprintf(st->action, sizeof(st->action), "%s", v) < 0 ? -EINVAL : 0;
+	if (!strcmp(key, "dry_run")) {
+		st->dry_run = !strcmp(v, "1");
+		return 0;
+	}
+	if (!strcmp(key, "stopped")) {
+		if (st->n_stopped >= GUARD_STATE_MAX_STOPPED)
+			return 0;
+		return parse_stopped(v, &st->stopped[st->n_stopped++]);
+	}
+	return 0;	/* a newer daemon's key */
+}
+
+int guard_state__read(const char *path, struct guard_status *st)
+{
+	char line[1024], *sp;
+	struct stat sb;
+	int fd, err = 0;
+	FILE *f;
+
+	memset(st, 0, sizeof(*st));
+	/* Not a FIFO or a device someone put there: never block on it. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!fgets(line, sizeof(line), f) || strcmp(line, MAGIC "\n")) {
+		err = -EINVAL;
+		goto out;
+	}
+	while (!err && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		sp = strchr(line, ' ');
+		if (!sp) {
+			err = -EINVAL;
+			break;
+		}
+		*sp = '\0';
+		err = parse_line(st, line, sp + 1);
+	}
+out:
+	fclose(f);
+	return err;
+}
+
+bool guard_state__daemon_alive(uint32_t pid)
+{
+	char comm[32];
+
+	if (!pid || kill((pid_t)pid, 0))
+		return false;
+	return proc__comm((pid_t)pid, comm, sizeof(comm)) && !strncmp(comm, "umtrace", 7);
+}
+
+bool guard_state__still_held(const struct guard_stopped *s)
+{
+	char st = proc__state((pid_t)s->pid);
+
+	if (!st)
+		return false;
+	if (st == 'T')
+		return true;
+	return s->cgroup[0] && cgroup__frozen(s->cgroup);
+}

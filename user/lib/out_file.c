@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/out_file.h"
+
+#define TMP_TRIES 100
+
+static int create_tmp(struct out_file *o, const char *path)
+{
+	struct stat sb;
+	unsigned int i;
+	int fd = -1;
+
+	/* rename(2) would refuse only at the end, after all the work. */
+	if (!lstat(path, &sb) && S_ISDIR(sb.st_mode))
+		return -EISDIR;
+	/* A name of our own beside path: rename does not cross file systems. */
+	for (i = 0; i < TMP_TRIES; i++) {
+		free(o->tmp);
+		if (asprintf(&o->tmp, "%s.%d.%u.tmp", path, (int)getpid(), i) < 0) {
+			o->tmp = NULL;
+			return -ENOMEM;
+		}
+		fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		fd = -errno;
+		free(o->tmp);
+		o->tmp = NULL;
+	}
+	return fd;
+}
+
+int out_file__open(struct out_file *o, const char *path, bool force)
+{
+	int fd, err;
+
+	memset(o, 0, sizeof(*o));
+	if (!strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	if (force) {
+		fd = create_tmp(o, path);
+	} else {
+		/* Never opens what is there, a planted symlink included. */
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0)
+			fd = -errno;
+	}
+	if (fd < 0)
+		return fd;
+	o->path = path;
+	o->created = true;
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		err = -errno;
+		close(fd);
+		out_file__discard(o);
+		return err;
+	}
+	return 0;
+}
+
+void out_file__discard(struct out_file *o)
+{
+	if (o->f && o->f != stdout)
+		fclose(o->f);
+	o->f = NULL;
+	if (o->created)
+		unlink(o->tmp ? o->tmp : o->path);
+	o->created = false;
+	free(o->tmp);
+	o->tmp = NULL;
+}
+
+int out_file__commit(struct out_file *o)
+{
+	FILE *f = o->f;
+	int err = 0;
+
+	if (!o->path) {
+		errno = 0;
+		if (fflush(f) || ferror(f))
+			err = errno ? -errno : -EIO;
+		o->f = NULL;
+		return err;
+	}
+	o->f = NULL;
+	errno = 0;
+	if (ferror(f) | fclose(f))
+		err = errno ? -errno : -EIO;
+	/* Replaces a symlink at path rather than following it. */
+	if (!err && o->tmp && rename(o->tmp, o->path))
+		err = -errno;
+	if (err) {
+		out_file__discard(o);
+		return err;
+	}
+	o->created = false;
+	free(o->tmp);
+	o->tmp = NULL;
+	return 0;
+}
+
+const char *out_file__name(const struct out_file *o)
+{
+	return o->path ? o->path : "standard output";
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	ssize_t w;
+
+	while (len) {
+		w = write(fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+static int open_dir_of(const char *path, const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int dfd;
+
+	*base = slash ? slash + 1 : path;
+	if (!**base)
+		return -EISDIR;
+	if (!slash)
+		dir = strdup(".");
+	else if (slash == path)
+		dir = strdup("/");
+	else
+		dir = strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	return dfd < 0 ? -errno : dfd;
+}
+
+int out_file__replace(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	static unsigned int seq;
+	char tmp[NAME_MAX + 1];
+	const char *base;
+	int dfd, fd = -1, err, i;
+
+	dfd = open_dir_of(path, &base);
+	if (dfd < 0)
+		return dfd;
+	/*
+	 * Hidden and not named like the file, so that a collector reading
+	 * *.prom skips it; O_EXCL never opens what is there, a planted
+	 * symlink included.
+	 */
+	for (i = 0; i < TMP_TRIES; i++) {
+		if (snprintf(tmp, sizeof(tmp), ".%s.%d.%u.tmp", base, (int)getpid(),
+			     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) >= (int)sizeof(tmp)) {
+			err = -ENAMETOOLONG;
+			goto out_close_dir;
+		}
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			    mode);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		err = -errno;
+		goto out_close_dir;
+	}
+	err = fchmod(fd, mode) ? -errno : write_all(fd, buf, len);
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && renameat(dfd, tmp, dfd, base))
+		err = -errno;
+	if (err)
+		unlinkat(dfd, tmp, 0);
+out_close_dir:
+	close(dfd);
+	return err;
+}
+
+int file__make_parent(const char *path)
+{
+	char *dir = strdup(path), *slash;
+	int err = 0;
+
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0700) && errno != EEXIST)
+			err = -errno;
+	}
+	free(dir);
+	return err;
+}

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "lib/procfs.h"
+
+char *proc__read_fd(int fd, size_t *len)
+{
+	size_t cap = 64 * 1024, n = 0;
+	char *buf = malloc(cap), *nb;
+	ssize_t r;
+	int err;
+
+	if (!buf)
+		return NULL;
+	for (;;) {
+		if (cap - n < 4096) {
+			nb = realloc(buf, cap * 2);
+			if (!nb)
+				goto err;
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			goto err;
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+err:
+	err = errno;
+	free(buf);
+	errno = err;
+	return NULL;
+}
+
+char *proc__read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err;
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = proc__read_fd(fd, len);
+	err = errno;
+	close(fd);
+	errno = err;
+	return buf;
+}
+
+int proc__cgroup(pid_t pid, char *buf, size_t len)
+{
+	char path[64], line[4096];
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* cgroup v2 is the "0::" line. */
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (strlen(line + 3) >= len) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		strcpy(buf, line + 3);
+		err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+char proc__state(pid_t pid)
+{
+	char path[64], buf[512], *p, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	/* The comm may hold spaces and parentheses: the state follows the last ')'. */
+	if (fgets(buf, sizeof(buf), f)) {
+		p = strrchr(buf, ')');
+		if (p && p[1] == ' ')
+			st = p[2];
+	}
+	fclose(f);
+	return st;
+}
+
+bool proc__comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/units.h"
+
+static int suffix_shift(const char *s, unsigned int *shift)
+{
+	/* Accept "M", "MB", "MiB" alike: people type all three. */
+	static const char units[] = "KMGTP";
+	const char *p;
+
+	if (!*s) {
+		*shift = 0;
+		return 0;
+	}
+	p = strchr(units, toupper((unsigned char)*s));
+	if (!p)
+		return -EINVAL;
+	*shift = 10 * (unsigned int)(p - units + 1);
+	s++;
+	if (!*s || !strcasecmp(s, "b") || !strcasecmp(s, "ib"))
+		return 0;
+	return -EINVAL;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned int shift;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (suffix_shift(end, &shift))
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_duration_ms(const char *s, uint64_t *out_ms)
+{
+	double v, mult = 1000;
+	char *end;
+
+	if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+		return -EINVAL;
+	/* strtod() would take "0x10" for 16 seconds: decimal only. */
+	if (strpbrk(s, "xX"))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || v < 0)
+		return -ERANGE;
+	if (!strcmp(end, "ms"))
+		mult = 1;
+	else if (!strcmp(end, "m"))
+		mult = 60000;
+	else if (!strcmp(end, "h"))
+		mult = 3600000;
+	else if (*end && strcmp(end, "s"))
+		return -EINVAL;
+	if (v * mult > 1e15)
+		return -ERANGE;
+	*out_ms = (uint64_t)(v * mult + 0.5);
+	return 0;
+}
+
+const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char units[] = "BKMGTPE";
+	double v = (double)bytes;
+	unsigned int i = 0;
+
+	while (v >= 1024 && i < sizeof(units) - 2) {
+		v /= 1024;
+		i++;
+	}
+	if (!i)
+		snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.*f%c", v < 10 ? 1 : 0, v, units[i]);
+	return buf;
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "model/platform.h"
+#include "lib/units.h"
+
+#define MIN_CALL_BYTES (1ULL << 20)	/* small calls may be sub-allocated */
+#define EVIDENCE_BYTES (64ULL << 20)
+#define UNIFIED_RATIO 0.5		/* host pages per device byte, at least */
+#define DISCRETE_RATIO 0.1		/* at most */
+
+int platform__parse(const char *s, enum platform *out)
+{
+	if (!strcmp(s, "auto"))
+		*out = PLATFORM_AUTO;
+	else if (!strcmp(s, "unified"))
+		*out = PLATFORM_UNIFIED;
+	else if (!strcmp(s, "discrete"))
+		*out = PLATFORM_DISCRETE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * GPUs that have no memory of their own: DGX Spark's GB10, Thor, and the
+ * Jetsons (nvgpu, no /proc/driver/nvidia/gpus). Everything else the driver
+ * lists gets decided by what its allocations take.
+ */
+static bool driver_says_unified(void)
+{
+	static const char *const models[] = { "GB10", "Thor", "Orin", "Xavier" };
+	glob_t g;
+	size_t i, j;
+	bool unified = false;
+
+	if (!access("/etc/nv_tegra_release", F_OK))
+		return true;
+	if (glob("/proc/driver/nvidia/gpus/*/information", 0, NULL, &g))
+		return false;
+	for (i = 0; i < g.gl_pathc && !unified; i++) {
+		char line[256];
+		FILE *f = fopen(g.gl_pathv[i], "re");
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f) && !unified)
+			for (j = 0; j < sizeof(models) / sizeof(models[0]); j++)
+				if (!strncmp(line, "Model:", 6) && strstr(line, models[j]))
+					unified = true;
+		fclose(f);
+	}
+	globfree(&g);
+	return unified;
+}
+
+void platform__init(struct platform_model *m, enum platform forced)
+{
+	memset(m, 0, sizeof(*m));
+	m->forced = forced;
+	if (forced != PLATFORM_AUTO) {
+		m->why = "--platform";
+		return;
+	}
+	if (driver_says_unified()) {
+		m->decided = PLATFORM_UNIFIED;
+		m->why = "driver: a GPU without memory of its own";
+	}
+}
+
+static bool is_device_class(enum umt_class c)
+{
+	return c == UMT_CLASS_DEVICE || c == UMT_CLASS_VMM_PHYS;
+}
+
+void platform__observe(struct platform_model *m, const struct umt_call_rec *r,
+		       uint64_t page_size)
+{
+	const struct cuda_api *api = cuda_api__get(r->api);
+	double ratio;
+
+	if (m->forced != PLATFORM_AUTO || m->decided != PLATFORM_AUTO)
+		return;
+	if (!api || api->is_free || !is_device_class(api->class))
+		return;
+	if (r->ret || r->end != UMT_END_RETURNED || r->size < MIN_CALL_BYTES)
+		return;
+	m->dev_bytes += r->size;
+	m->dev_observed += r->pages_taken * page_size;
+	if (m->dev_bytes < EVIDENCE_BYTES)
+		return;
+	ratio = (double)m->dev_observed / (double)m->dev_bytes;
+	if (ratio >= UNIFIED_RATIO) {
+		m->decided = PLATFORM_UNIFIED;
+		m->why = "device allocs took their size in host pages";
+	} else if (ratio <= DISCRETE_RATIO) {
+		m->decided = PLATFORM_DISCRETE;
+		m->why = "device allocs took almost no host pages";
+	}
+}
+
+enum platform platform__current(const struct platform_model *m)
+{
+	return m->forced != PLATFORM_AUTO ? m->forced : m->decided;
+}
+
+const char *platform__describe(const struct platform_model *m, char *buf, size_t len)
+{
+	static const char *const names[] = { "undecided", "unified", "discrete" };
+	enum platform p = platform__current(m);
+	char b[16];
+
+	if (p != PLATFORM_AUTO)
+		snprintf(buf, len, "%s (%s)", names[p], m->why);
+	else
+		snprintf(buf, len, "undecided (%s of device allocs seen; holds = observed)",
+			 fmt_bytes(m->dev_bytes, b, sizeof(b)));
+	return buf;
+}
+
+uint64_t platform__holds(const struct platform_model *m, enum umt_class c,
+			 uint64_t size, uint64_t observed)
+{
+	switch (c) {
+	case UMT_CLASS_PINNED:
+	case UMT_CLASS_REGISTERED:
+		return size;
+	case UMT_CLASS_DEVICE:
+	case UMT_CLASS_VMM_PHYS:
+		return platform__current(m) == PLATFORM_UNIFIED ? size : observed;
+	case UMT_CLASS_MANAGED:
+		return observed;
+	default:
+		return 0;
+	}
+}

@@ -1,0 +1,494 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "rec/flight_recorder.h"
+
+enum fr_type {
+	FR_CALL = 1,
+	FR_EXIT,
+	FR_SAMPLE,
+	FR_STOP,
+};
+
+/* A symbolized stack with its strings in the same allocation. */
+struct fr_stack {
+	struct fr_stack *next;	/* hash chain */
+	uint64_t hash;
+	uint32_t refs;		/* calls held that have it */
+	uint32_t n;
+	size_t bytes;		/* its allocation, counted in the budget */
+	struct sym_frame frames[];
+};
+
+/* What replaying a call needs of its record; the raw stack is not kept. */
+struct fr_call {
+	uint64_t duration_ns, size, flags, handle, aux;
+	uint64_t pages_taken, pages_freed, faulted_pages, device_pages;
+	uint32_t pid, tid, api, end, is_free;
+	int32_t ret;
+	char comm[TASK_COMM_LEN], pcomm[TASK_COMM_LEN];
+	struct fr_stack *stack;	/* NULL: none */
+};
+
+struct fr_event {
+	uint64_t ts_ns;
+	uint32_t type;
+	union {
+		struct fr_call call;
+		struct {
+			uint32_t pid;
+			char comm[TASK_COMM_LEN];
+		} exit;
+		struct rec_sample sample;
+		struct rec_stop *stop;	/* big and rare: kept apart */
+	};
+};
+
+struct flight_recorder {
+	uint64_t window_ns;
+	size_t max_bytes;
+	struct fr_event *ev;	/* a ring: ev[head], ... count of them */
+	size_t cap, head, count;
+	struct fr_stack **buckets;
+	size_t n_buckets, n_stacks;
+	size_t bytes;		/* ev's capacity, stacks and stops */
+	uint64_t calls, evicted, newest_ns;
+	struct rec_info info;
+	bool info_set;
+};
+
+#define INITIAL_EVENTS	64
+#define INITIAL_BUCKETS	256
+
+struct flight_recorder *flight__new(uint64_t window_ns, size_t max_bytes)
+{
+	struct flight_recorder *fr;
+
+	if (max_bytes < FLIGHT_MIN_BYTES) {
+		errno = EINVAL;
+		return NULL;
+	}
+	fr = calloc(1, sizeof(*fr));
+	if (!fr)
+		return NULL;
+	fr->window_ns = window_ns;
+	fr->max_bytes = max_bytes;
+	fr->n_buckets = INITIAL_BUCKETS;
+	fr->buckets = calloc(fr->n_buckets, sizeof(*fr->buckets));
+	if (!fr->buckets) {
+		free(fr);
+		return NULL;
+	}
+	fr->bytes = fr->n_buckets * sizeof(*fr->buckets);
+	return fr;
+}
+
+/* ---- stacks ---- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0xff51afd7ed558ccdULL;
+	return h ^ (h >> 32);
+}
+
+static uint64_t mix_str(uint64_t h, const char *s)
+{
+	if (!s)
+		return mix(h, 0x5bd1e995);
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
+	return mix(h, 1);
+}
+
+static uint64_t stack_hash(const struct sym_frame *f, size_t n)
+{
+	uint64_t h = mix(0x9e3779b97f4a7c15ULL, n);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		h = mix_str(h, f[i].func);
+		h = mix_str(h, f[i].module);
+		h = mix(h, f[i].addr);
+		h = mix(h, f[i].offset);
+	}
+	return h;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static bool stack_eq(const struct fr_stack *s, const struct sym_frame *f, size_t n)
+{
+	size_t i;
+
+	if (s->n != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (s->frames[i].addr != f[i].addr || s->frames[i].offset != f[i].offset ||
+		    !str_eq(s->frames[i].func, f[i].func) ||
+		    !str_eq(s->frames[i].module, f[i].module))
+			return false;
+	return true;
+}
+
+static char *copy_str(char **area, const char *s)
+{
+	char *p = *area;
+	size_t len;
+
+	if (!s)
+		return NULL;
+	len = strlen(s) + 1;
+	memcpy(p, s, len);
+	*area += len;
+	return p;
+}
+
+static struct fr_stack *stack_new(const struct sym_frame *f, size_t n, uint64_t h)
+{
+	size_t bytes = sizeof(struct fr_stack) + n * sizeof(*f), i;
+	struct fr_stack *s;
+	char *area;
+
+	for (i = 0; i < n; i++)
+		bytes += (f[i].func ? strlen(f[i].func) + 1 : 0) +
+			 (f[i].module ? strlen(f[i].module) + 1 : 0);
+	s = calloc(1, bytes);
+	if (!s)
+		return NULL;
+	s->hash = h;
+	s->n = (uint32_t)n;
+	s->bytes = bytes;
+	area = (char *)&s->frames[n];
+	for (i = 0; i < n; i++) {
+		s->frames[i].addr = f[i].addr;
+		s->frames[i].offset = f[i].offset;
+		s->frames[i].func = copy_str(&area, f[i].func);
+		s->frames[i].module = copy_str(&area, f[i].module);
+	}
+	return s;
+}
+
+/* More buckets when chains grow; failing that, longer chains. */
+static void buckets_grow(struct flight_recorder *fr)
+{
+	size_t n = fr->n_buckets * 2, i;
+	struct fr_stack **b = calloc(n, sizeof(*b)), *s, *next;
+
+	if (!b)
+		return;
+	for (i = 0; i < fr->n_buckets; i++)
+		for (s = fr->buckets[i]; s; s = next) {
+			next = s->next;
+			s->next = b[s->hash & (n - 1)];
+			b[s->hash & (n - 1)] = s;
+		}
+	free(fr->buckets);
+	fr->bytes += (n - fr->n_buckets) * sizeof(*b);
+	fr->buckets = b;
+	fr->n_buckets = n;
+}
+
+static struct fr_stack *stack_get(struct flight_recorder *fr, const struct sym_frame *f,
+				  size_t n)
+{
+	uint64_t h = stack_hash(f, n);
+	struct fr_stack *s, **head;
+
+	head = &fr->buckets[h & (fr->n_buckets - 1)];
+	for (s = *head; s; s = s->next)
+		if (s->hash == h && stack_eq(s, f, n)) {
+			s->refs++;
+			return s;
+		}
+	s = stack_new(f, n, h);
+	if (!s)
+		return NULL;
+	s->refs = 1;
+	s->next = *head;
+	*head = s;
+	fr->bytes += s->bytes;
+	if (++fr->n_stacks > fr->n_buckets)
+		buckets_grow(fr);
+	return s;
+}
+
+static void stack_put(struct flight_recorder *fr, struct fr_stack *s)
+{
+	struct fr_stack **p;
+
+	if (!s || --s->refs)
+		return;
+	for (p = &fr->buckets[s->hash & (fr->n_buckets - 1)]; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	fr->bytes -= s->bytes;
+	fr->n_stacks--;
+	free(s);
+}
+
+/* ---- the ring of events ---- */
+
+static void evict_head(struct flight_recorder *fr)
+{
+	struct fr_event *e = &fr->ev[fr->head];
+
+	if (e->type == FR_CALL) {
+		stack_put(fr, e->call.stack);
+		fr->calls--;
+	} else if (e->type == FR_STOP) {
+		free(e->stop);
+		fr->bytes -= sizeof(*e->stop);
+	}
+	fr->head = (fr->head + 1) % fr->cap;
+	fr->count--;
+	fr->evicted++;
+}
+
+static int ring_grow(struct flight_recorder *fr)
+{
+	size_t cap = fr->cap ? fr->cap * 2 : INITIAL_EVENTS, i;
+	struct fr_event *ev;
+
+	if (fr->bytes + (cap - fr->cap) * sizeof(*ev) > fr->max_bytes)
+		return -ENOSPC;
+	ev = malloc(cap * sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	for (i = 0; i < fr->count; i++)
+		ev[i] = fr->ev[(fr->head + i) % fr->cap];
+	free(fr->ev);
+	fr->bytes += (cap - fr->cap) * sizeof(*ev);
+	fr->ev = ev;
+	fr->cap = cap;
+	fr->head = 0;
+	return 0;
+}
+
+/* A free slot at the tail: more room within the budget, or the oldest's. */
+static struct fr_event *ring_push(struct flight_recorder *fr, uint64_t ts_ns, uint32_t type)
+{
+	struct fr_event *e;
+
+	if (fr->count == fr->cap && ring_grow(fr)) {
+		if (!fr->count)
+			return NULL;
+		evict_head(fr);
+	}
+	e = &fr->ev[(fr->head + fr->count) % fr->cap];
+	memset(e, 0, sizeof(*e));
+	e->ts_ns = ts_ns;
+	e->type = type;
+	fr->count++;
+	return e;
+}
+
+/* Within the budget (keeping the newest event) and the window again. */
+static void trim(struct flight_recorder *fr, uint64_t ts_ns)
+{
+	if (ts_ns > fr->newest_ns)
+		fr->newest_ns = ts_ns;
+	while (fr->count > 1 && fr->bytes > fr->max_bytes)
+		evict_head(fr);
+	flight__expire(fr, fr->newest_ns);
+}
+
+void flight__expire(struct flight_recorder *fr, uint64_t now_ns)
+{
+	uint64_t ts;
+
+	while (fr->count) {
+		ts = fr->ev[fr->head].ts_ns;
+		if (ts >= now_ns || now_ns - ts <= fr->window_ns)
+			break;
+		evict_head(fr);
+	}
+}
+
+int flight__add_call(struct flight_recorder *fr, const struct umt_call_rec *r,
+		     const struct sym_frame *frames, size_t n)
+{
+	struct fr_stack *stack = NULL;
+	struct fr_event *e;
+
+	if (n > REC_FRAMES_MAX)
+		n = REC_FRAMES_MAX;
+	if (n && !(stack = stack_get(fr, frames, n)))
+		return -ENOMEM;
+	e = ring_push(fr, r->ts_ns, FR_CALL);
+	if (!e) {
+		stack_put(fr, stack);
+		return -ENOMEM;
+	}
+	e->call = (struct fr_call){
+		.duration_ns = r->duration_ns, .size = r->size, .flags = r->flags,
+		.handle = r->handle, .aux = r->aux, .pages_taken = r->pages_taken,
+		.pages_freed = r->pages_freed, .faulted_pages = r->faulted_pages,
+		.device_pages = r->device_pages,
+		.pid = r->pid, .tid = r->tid, .api = r->api, .end = r->end,
+		.is_free = r->is_free, .ret = r->ret, .stack = stack,
+	};
+	memcpy(e->call.comm, r->comm, TASK_COMM_LEN);
+	memcpy(e->call.pcomm, r->pcomm, TASK_COMM_LEN);
+	fr->calls++;
+	trim(fr, r->ts_ns);
+	return 0;
+}
+
+int flight__add_exit(struct flight_recorder *fr, const struct umt_proc_exit_rec *r)
+{
+	struct fr_event *e = ring_push(fr, r->ts_ns, FR_EXIT);
+
+	if (!e)
+		return -ENOMEM;
+	e->exit.pid = r->pid;
+	memcpy(e->exit.comm, r->comm, TASK_COMM_LEN);
+	trim(fr, r->ts_ns);
+	return 0;
+}
+
+int flight__add_sample(struct flight_recorder *fr, const struct rec_sample *s)
+{
+	struct fr_event *e = ring_push(fr, s->ts_ns, FR_SAMPLE);
+
+	if (!e)
+		return -ENOMEM;
+	e->sample = *s;
+	trim(fr, s->ts_ns);
+	return 0;
+}
+
+int flight__add_stop(struct flight_recorder *fr, const struct rec_stop *s)
+{
+	struct rec_stop *copy = malloc(sizeof(*copy));
+	struct fr_event *e;
+
+	if (!copy)
+		return -ENOMEM;
+	e = ring_push(fr, s->ts_ns, FR_STOP);
+	if (!e) {
+		free(copy);
+		return -ENOMEM;
+	}
+	*copy = *s;
+	e->stop = copy;
+	fr->bytes += sizeof(*copy);
+	trim(fr, s->ts_ns);
+	return 0;
+}
+
+void flight__set_info(struct flight_recorder *fr, const struct rec_info *i)
+{
+	fr->info = *i;
+	fr->info_set = true;
+}
+
+void flight__stats(const struct flight_recorder *fr, struct flight_stats *st)
+{
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->events = fr->count;
+	st->calls = fr->calls;
+	st->stacks = fr->n_stacks;
+	st->bytes = fr->bytes;
+	st->evicted = fr->evicted;
+	for (i = 0; i < fr->count; i++) {
+		uint64_t ts = fr->ev[(fr->head + i) % fr->cap].ts_ns;
+
+		if (!i || ts < st->oldest_ns)
+			st->oldest_ns = ts;
+		if (ts > st->newest_ns)
+			st->newest_ns = ts;
+	}
+}
+
+/* ---- dumping ---- */
+
+static int dump_event(struct recording_writer *w, const struct fr_event *e)
+{
+	const struct fr_call *c = &e->call;
+	struct umt_proc_exit_rec x;
+	struct umt_call_rec r;
+
+	switch (e->type) {
+	case FR_CALL:
+		memset(&r, 0, sizeof(r));
+		r.type = UMT_REC_CALL;
+		r.api = c->api;
+		r.ts_ns = e->ts_ns;
+		r.duration_ns = c->duration_ns;
+		r.pid = c->pid;
+		r.tid = c->tid;
+		r.size = c->size;
+		r.flags = c->flags;
+		r.handle = c->handle;
+		r.aux = c->aux;
+		r.ret = c->ret;
+		r.end = c->end;
+		r.pages_taken = c->pages_taken;
+		r.pages_freed = c->pages_freed;
+		r.faulted_pages = c->faulted_pages;
+		r.device_pages = c->device_pages;
+		r.is_free = c->is_free;
+		memcpy(r.comm, c->comm, TASK_COMM_LEN);
+		memcpy(r.pcomm, c->pcomm, TASK_COMM_LEN);
+		return recording_writer__add_call(w, &r, c->stack ? c->stack->frames : NULL,
+						  c->stack ? c->stack->n : 0);
+	case FR_EXIT:
+		memset(&x, 0, sizeof(x));
+		x.type = UMT_REC_PROC_EXIT;
+		x.pid = e->exit.pid;
+		x.ts_ns = e->ts_ns;
+		memcpy(x.comm, e->exit.comm, TASK_COMM_LEN);
+		return recording_writer__add_exit(w, &x);
+	case FR_SAMPLE:
+		return recording_writer__add_sample(w, &e->sample);
+	case FR_STOP:
+		return recording_writer__add_stop(w, e->stop);
+	}
+	return 0;
+}
+
+int flight__dump_flags(struct flight_recorder *fr, const char *path, unsigned int flags)
+{
+	struct recording_writer *w;
+	struct timespec ts;
+	size_t i;
+	int err = 0, cerr;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	flight__expire(fr, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	/* Strings and stacks get the dump's own ids: the file stands alone. */
+	w = recording_writer__open(path, flags);
+	if (!w)
+		return -errno;
+	if (fr->info_set)
+		err = recording_writer__set_info(w, &fr->info);
+	for (i = 0; i < fr->count && !err; i++)
+		err = dump_event(w, &fr->ev[(fr->head + i) % fr->cap]);
+	cerr = recording_writer__close(w);
+	return err ? err : cerr;
+}
+
+int flight__dump(struct flight_recorder *fr, const char *path)
+{
+	return flight__dump_flags(fr, path, 0);
+}
+
+void flight__free(struct flight_recorder *fr)
+{
+	if (!fr)
+		return;
+	while (fr->count)
+		evict_head(fr);
+	free(fr->ev);
+	free(fr->buckets);
+	free(fr);
+}
