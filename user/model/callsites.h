@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "stacks/symbolize.h"
+#include "model/frame.h"
 #include "umtrace.h"
 
 struct callsite {

@@ -12,19 +12,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "model/frame.h"
 
+/* The names in the frames it fills are valid until symbolizer__free. */
 struct symbolizer;
-
-struct sym_frame {
-	const char *func;	/* demangled name or NULL; valid until symbolizer__free */
-	const char *module;	/* "libcuda.so.1", "[vdso]", "[perf-map]", or NULL */
-	uint64_t addr;		/* the address given */
-	/*
-	 * addr - function start when func is set; else, with module set,
-	 * the offset within the module's file (module+0xOFFSET)
-	 */
-	uint64_t offset;
-};
 
 struct sym_stats {
 	uint64_t hits;		/* answered from the per-file cache */
