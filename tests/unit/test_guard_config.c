@@ -169,7 +169,7 @@ static void test_good_file(void)
 	CHECK(cfg.drop && !strcmp(cfg.drop, "1536M"), "drop", "%s", cfg.drop);
 	CHECK_EQ(cfg.metric, GUARD_METRIC_FREE, "metric");
 	CHECK_EQ(cfg.action, GUARD_ACT_FREEZE, "action");
-	CHECK(cfg.scope.kind == GUARD_SCOPE_CGROUP && !strcmp(cfg.scope.cgroup, "jobs.slice"),
+	CHECK(cfg.scope.kind == UMT_SCOPE_CGROUP && !strcmp(cfg.scope.cgroup, "jobs.slice"),
 	      "scope", "kind %d", cfg.scope.kind);
 	CHECK_EQ(cfg.n_protect, 3, "protect: sshd is built in");
 	CHECK(cfg.n_protect == 3 && !strcmp(cfg.protect[0], "Xorg") &&
@@ -219,7 +219,7 @@ static void test_cli_override(void)
 	CHECK(!guard_config__set(&cfg, "metric", "available", err, sizeof(err)) &&
 	      cfg.metric == GUARD_METRIC_AVAILABLE, "metric replaced", "%s", err);
 	CHECK(!guard_config__set(&cfg, "scope", "comm:^python", err, sizeof(err)) &&
-	      cfg.scope.kind == GUARD_SCOPE_COMM, "scope replaced", "%s", err);
+	      cfg.scope.kind == UMT_SCOPE_COMM, "scope replaced", "%s", err);
 	CHECK(!guard_config__set(&cfg, "dry-run", NULL, err, sizeof(err)) && cfg.dry_run,
 	      "bare flag", "%s", err);
 	CHECK(!guard_config__set(&cfg, "libcuda", "rel/libcuda.so.1", err, sizeof(err)) &&
@@ -248,7 +248,7 @@ static void test_cli_override(void)
 	CHECK(guard_config__set(&cfg, "scope", "cgroup:../x", err, sizeof(err)) == -EINVAL &&
 	      !strcmp(err, "invalid --scope 'cgroup:../x': '.' and '..' are not allowed in a cgroup path"),
 	      "scope", "got '%s'", err);
-	CHECK(cfg.scope.kind == GUARD_SCOPE_COMM, "scope kept", "kind %d", cfg.scope.kind);
+	CHECK(cfg.scope.kind == UMT_SCOPE_COMM, "scope kept", "kind %d", cfg.scope.kind);
 	guard_config__free(&cfg);
 }
 
@@ -286,31 +286,31 @@ static void test_file_checks(void)
 
 static void scope_bad(const char *spec, const char *want)
 {
-	struct guard_scope sc = { .kind = GUARD_SCOPE_ALL };
+	struct guard_scope sc = { .kind = UMT_SCOPE_ALL };
 	char err[256] = "";
-	int ret = guard_scope__parse(&sc, spec, err, sizeof(err));
+	int ret = guard_scope__parse(&sc, spec, NULL, err, sizeof(err));
 
 	CHECK(ret == -EINVAL && !strncmp(err, want, strlen(want)), spec, "ret %d '%s'", ret, err);
-	CHECK(sc.kind == GUARD_SCOPE_ALL && !sc.spec, spec, "changed on failure");
+	CHECK(sc.kind == UMT_SCOPE_ALL && !sc.spec, spec, "changed on failure");
 	guard_scope__free(&sc);
 }
 
 static void test_scope(void)
 {
-	struct guard_scope sc = { .kind = GUARD_SCOPE_ALL };
+	struct guard_scope sc = { .kind = UMT_SCOPE_ALL };
 	char err[256] = "", many[512] = "pid:";
 	int i;
 
 	CHECK(guard_scope__match(&sc, 5, "x", NULL), "default all", "no match");
-	CHECK(!guard_scope__parse(&sc, "all", err, sizeof(err)) && sc.kind == GUARD_SCOPE_ALL &&
+	CHECK(!guard_scope__parse(&sc, "all", NULL, err, sizeof(err)) && sc.kind == UMT_SCOPE_ALL &&
 	      guard_scope__match(&sc, 5, NULL, NULL), "all", "%s", err);
 
-	CHECK(!guard_scope__parse(&sc, "pid:1,22,333", err, sizeof(err)), "pids", "%s", err);
+	CHECK(!guard_scope__parse(&sc, "pid:1,22,333", NULL, err, sizeof(err)), "pids", "%s", err);
 	CHECK(sc.n_pids == 3 && guard_scope__match(&sc, 22, "x", "/a") &&
 	      !guard_scope__match(&sc, 4, "x", "/a"), "pids", "match");
 	CHECK(!strcmp(sc.spec, "pid:1,22,333"), "spec", "%s", sc.spec);
 
-	CHECK(!guard_scope__parse(&sc, "cgroup:/sys/fs/cgroup/jobs.slice/", err, sizeof(err)) &&
+	CHECK(!guard_scope__parse(&sc, "cgroup:/sys/fs/cgroup/jobs.slice/", NULL, err, sizeof(err)) &&
 	      !strcmp(sc.cgroup, "jobs.slice"), "absolute", "%s %s", err, sc.cgroup);
 	CHECK(guard_scope__match(&sc, 5, "x", "/jobs.slice"), "itself", "no");
 	CHECK(guard_scope__match(&sc, 5, "x", "/jobs.slice/job1.scope"), "below", "no");
@@ -319,22 +319,22 @@ static void test_scope(void)
 	CHECK(!guard_scope__match(&sc, 5, "x", "/user.slice"), "elsewhere", "matched");
 	CHECK(!guard_scope__match(&sc, 5, "x", "/"), "root", "matched");
 	CHECK(!guard_scope__match(&sc, 5, "x", NULL), "unknown", "matched");
-	CHECK(!guard_scope__parse(&sc, "cgroup:jobs.slice//a/", err, sizeof(err)) &&
+	CHECK(!guard_scope__parse(&sc, "cgroup:jobs.slice//a/", NULL, err, sizeof(err)) &&
 	      !strcmp(sc.cgroup, "jobs.slice/a"), "relative", "%s %s", err, sc.cgroup);
-	CHECK(!guard_scope__parse(&sc, "cgroup:/sys/fs/cgroup", err, sizeof(err)) &&
+	CHECK(!guard_scope__parse(&sc, "cgroup:/sys/fs/cgroup", NULL, err, sizeof(err)) &&
 	      !strcmp(sc.cgroup, "") && guard_scope__match(&sc, 5, "x", "/") &&
 	      guard_scope__match(&sc, 5, "x", "/a/b"), "the root", "%s", err);
 
-	CHECK(!guard_scope__parse(&sc, "comm:^python", err, sizeof(err)), "comm", "%s", err);
+	CHECK(!guard_scope__parse(&sc, "comm:^python", NULL, err, sizeof(err)), "comm", "%s", err);
 	CHECK(guard_scope__match(&sc, 5, "python3", NULL), "python3", "no");
 	CHECK(!guard_scope__match(&sc, 5, "ipython", NULL), "anchored", "matched");
 	CHECK(!guard_scope__match(&sc, 5, NULL, NULL), "no comm", "matched");
-	CHECK(!guard_scope__parse(&sc, "comm:train|infer", err, sizeof(err)) &&
+	CHECK(!guard_scope__parse(&sc, "comm:train|infer", NULL, err, sizeof(err)) &&
 	      guard_scope__match(&sc, 5, "my_infer", NULL), "extended", "%s", err);
 
 	/* A failed parse leaves the old scope alone. */
-	CHECK(guard_scope__parse(&sc, "pid:x", err, sizeof(err)) == -EINVAL &&
-	      sc.kind == GUARD_SCOPE_COMM && guard_scope__match(&sc, 5, "infer", NULL), "kept",
+	CHECK(guard_scope__parse(&sc, "pid:x", NULL, err, sizeof(err)) == -EINVAL &&
+	      sc.kind == UMT_SCOPE_COMM && guard_scope__match(&sc, 5, "infer", NULL), "kept",
 	      "kind %d", sc.kind);
 	guard_scope__free(&sc);
 

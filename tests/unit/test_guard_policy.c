@@ -91,8 +91,8 @@ static void test_big_drop_below_low(void)
 	CHECK_EQ(a.metric, 2400 * MIB, "metric");
 	CHECK(!strcmp(a.text, "drop 2.5G in one sample, 2.3G left < low 2.9G"), "text",
 	      "got '%s'", a.text);
-	CHECK(!strcmp(guard_reason__name(a.reason), "drop"), "name", "got %s",
-	      guard_reason__name(a.reason));
+	CHECK(!strcmp(guard_policy__reason_name(a.reason), "drop"), "name", "got %s",
+	      guard_policy__reason_name(a.reason));
 }
 
 static void test_big_drop_above_low(void)
@@ -332,8 +332,8 @@ static void test_victim_choice(void)
 	CHECK_EQ(a.pid, 0, "pid");
 	CHECK(!strcmp(a.text, "drop 3.9G in one sample, 2.0G left < low 2.9G; no victim among 4 processes (1 protected, 1 out of scope, 1 stopped, 1 without GPU memory)"),
 	      "text", "got '%s'", a.text);
-	CHECK(!strcmp(guard_reason__name(a.reason), "no_victim"), "name", "got %s",
-	      guard_reason__name(a.reason));
+	CHECK(!strcmp(guard_policy__reason_name(a.reason), "no_victim"), "name", "got %s",
+	      guard_policy__reason_name(a.reason));
 
 	guard_state__init(&st);
 	guard_policy__decide(&p, &st, &s1, NULL, 0);

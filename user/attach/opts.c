@@ -153,16 +153,6 @@ int attach_opts__bad_option(const char *cmd, int opt, char **argv)
 	return -EINVAL;
 }
 
-bool attach_opts__has_pid(const struct attach_opts *o, uint32_t pid)
-{
-	size_t i;
-
-	for (i = 0; i < o->n_pids; i++)
-		if ((uint32_t)o->pids[i] == pid)
-			return true;
-	return false;
-}
-
 void attach_opts__free(struct attach_opts *o)
 {
 	free(o->libcuda);

@@ -59,7 +59,6 @@ void attach_opts__usage(FILE *f);
  * ':'): say so in one line for subcommand cmd. Returns -EINVAL.
  */
 int attach_opts__bad_option(const char *cmd, int opt, char **argv);
-bool attach_opts__has_pid(const struct attach_opts *o, uint32_t pid);
 void attach_opts__free(struct attach_opts *o);
 
 #endif /* UMTRACE_ATTACH_OPTS_H */

@@ -50,32 +50,6 @@ int guard_act__signal(int pidfd, pid_t pid, int sig)
 	return ret ? -errno : 0;
 }
 
-const char *cgroup2__root(void)
-{
-	static char root[4096];
-	char line[4096], mnt[4096], fstype[64];
-	FILE *f;
-
-	if (root[0])
-		return root;
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return NULL;
-	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - FSTYPE SOURCE SUPER" */
-	while (fgets(line, sizeof(line), f)) {
-		char *dash = strstr(line, " - ");
-
-		if (!dash || sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
-			continue;
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
-			snprintf(root, sizeof(root), "%s", mnt);
-			break;
-		}
-	}
-	fclose(f);
-	return root[0] ? root : NULL;
-}
-
 static int cgroup_file(const char *cg, const char *name, char *buf, size_t len)
 {
 	const char *root = cgroup2__root();

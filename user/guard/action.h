@@ -27,11 +27,6 @@ int pidfd__open(pid_t pid);
 /* SIGSTOP/SIGCONT through a pidfd (or the pid if pidfd < 0). 0 or -errno. */
 int guard_act__signal(int pidfd, pid_t pid, int sig);
 
-/*
- * Where cgroup v2 is mounted: /sys/fs/cgroup on unified hosts,
- * /sys/fs/cgroup/unified on hybrid ones; NULL if nowhere.
- */
-const char *cgroup2__root(void);
 /* The cgroup is frozen (cgroup.events says "frozen 1"). */
 bool cgroup__frozen(const char *cg);
 /*

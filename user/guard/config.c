@@ -11,14 +11,13 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "lib/errbuf.h"
+#include "lib/str.h"
 #include "guard/config.h"
 #include "umtrace.h"
 #include "lib/units.h"
 
 /* The kernel keeps TASK_COMM_LEN - 1 characters of a process name. */
 #define COMM_MAX (TASK_COMM_LEN - 1)
-/* Where cgroup v2 is mounted on every host this runs on but hybrid ones. */
-#define CGROUP_MOUNT "/sys/fs/cgroup"
 #define MSG_LEN 256
 
 /*
@@ -65,258 +64,6 @@ static const struct {
 	[K_LIBCUDA] = { "libcuda", true },
 };
 
-static char *trim(char *s)
-{
-	char *end;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	end = s + strlen(s);
-	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
-		*--end = '\0';
-	return s;
-}
-
-/* --- scope --- */
-
-static int scope_pids(struct guard_scope *sc, const char *list, const char *name,
-		      const char *spec, char *err, size_t errlen)
-{
-	char *copy = strdup(list), *p, *comma;
-	int ret = 0;
-	long v;
-
-	if (!copy)
-		return -ENOMEM;
-	for (p = copy; p; p = comma ? comma + 1 : NULL) {
-		comma = strchr(p, ',');
-		if (comma)
-			*comma = '\0';
-		if (parse_long(p, 1, INT_MAX, &v)) {
-			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a pid", name, spec, p);
-			ret = -EINVAL;
-			break;
-		}
-		if (sc->n_pids == GUARD_SCOPE_MAX_PIDS) {
-			errbuf__set(err, errlen, "invalid %s '%s': at most %d pids", name, spec,
-				GUARD_SCOPE_MAX_PIDS);
-			ret = -EINVAL;
-			break;
-		}
-		sc->pids[sc->n_pids++] = (pid_t)v;
-	}
-	free(copy);
-	return ret;
-}
-
-/*
- * Kept relative to the cgroup v2 root with single slashes, so that it
- * compares with /proc/PID/cgroup's path by prefix. ".." could leave the
- * subtree the operator meant, so it is refused rather than resolved.
- */
-static int scope_cgroup(struct guard_scope *sc, const char *path, const char *name,
-			const char *spec, char *err, size_t errlen)
-{
-	const char *mnt = cgroup2__root(), *p = path, *end;
-	size_t root, n = 0;
-	char *out;
-
-	/* Hybrid hosts mount cgroup v2 at /sys/fs/cgroup/unified. */
-	if (!mnt || strncmp(p, mnt, strlen(mnt)) || (p[strlen(mnt)] && p[strlen(mnt)] != '/'))
-		mnt = CGROUP_MOUNT;
-	root = strlen(mnt);
-	if (*p == '/') {
-		if (strncmp(p, mnt, root) || (p[root] && p[root] != '/')) {
-			errbuf__set(err, errlen, "invalid %s '%s': a cgroup path must be under %s or relative to it",
-				name, spec, CGROUP_MOUNT);
-			return -EINVAL;
-		}
-		p += root;
-	} else if (!*p) {
-		errbuf__set(err, errlen, "invalid %s '%s': cgroup: needs a path", name, spec);
-		return -EINVAL;
-	}
-	out = malloc(strlen(p) + 1);
-	if (!out)
-		return -ENOMEM;
-	while (*p) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		end = strchrnul(p, '/');
-		if ((end - p == 1 && p[0] == '.') || (end - p == 2 && p[0] == '.' && p[1] == '.')) {
-			errbuf__set(err, errlen, "invalid %s '%s': '.' and '..' are not allowed in a cgroup path",
-				name, spec);
-			free(out);
-			return -EINVAL;
-		}
-		if (n)
-			out[n++] = '/';
-		memcpy(out + n, p, (size_t)(end - p));
-		n += (size_t)(end - p);
-		p = end;
-	}
-	out[n] = '\0';
-	sc->cgroup = out;
-	return 0;
-}
-
-/*
- * glibc's regcomp() grows exponentially with quantifiers stacked on one
- * another ("c++++" took 720 MB at 20 of them) and with large repeat
- * counts. A process name has 15 characters: neither is ever needed.
- */
-static const char *regex_too_costly(const char *re)
-{
-	unsigned long lo, hi;
-	const char *p;
-	char *end;
-	bool after_quant = false;
-
-	for (p = re; *p; p++) {
-		if (*p == '\\' && p[1]) {
-			p++;
-			after_quant = false;
-			continue;
-		}
-		if (*p == '*' || *p == '+' || *p == '?' || *p == '{') {
-			if (after_quant)
-				return "a quantifier on a quantifier";
-			if (*p == '{') {
-				lo = strtoul(p + 1, &end, 10);
-				hi = *end == ',' ? strtoul(end + 1, &end, 10) : lo;
-				if (lo > 16 || hi > 16)
-					return "a repeat count above 16";
-				p = strchrnul(end, '}');
-				if (!*p)
-					break;
-			}
-			after_quant = true;
-			continue;
-		}
-		after_quant = false;
-	}
-	return NULL;
-}
-
-static int scope_comm(struct guard_scope *sc, const char *re, const char *name,
-		      const char *spec, char *err, size_t errlen)
-{
-	const char *costly;
-	char why[128];
-	int ret;
-
-	if (!*re) {
-		errbuf__set(err, errlen, "invalid %s '%s': comm: needs a regular expression", name,
-			spec);
-		return -EINVAL;
-	}
-	costly = regex_too_costly(re);
-	if (costly) {
-		errbuf__set(err, errlen, "invalid %s '%s': %s (a process name has 15 characters)",
-			    name, spec, costly);
-		return -EINVAL;
-	}
-	sc->comm_re = malloc(sizeof(*sc->comm_re));
-	if (!sc->comm_re)
-		return -ENOMEM;
-	ret = regcomp(sc->comm_re, re, REG_EXTENDED | REG_NOSUB);
-	if (ret) {
-		regerror(ret, sc->comm_re, why, sizeof(why));
-		errbuf__set(err, errlen, "invalid %s '%s': %s", name, spec, why);
-		free(sc->comm_re);
-		sc->comm_re = NULL;
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int scope_parse(struct guard_scope *sc, const char *spec, const char *name, char *err,
-		       size_t errlen)
-{
-	struct guard_scope n = { .kind = GUARD_SCOPE_ALL };
-	int ret = 0;
-
-	if (!strcmp(spec, "all")) {
-		n.kind = GUARD_SCOPE_ALL;
-	} else if (!strcmp(spec, "gpu")) {
-		n.kind = GUARD_SCOPE_GPU;
-	} else if (!strncmp(spec, "pid:", 4)) {
-		n.kind = GUARD_SCOPE_PIDS;
-		ret = scope_pids(&n, spec + 4, name, spec, err, errlen);
-	} else if (!strncmp(spec, "cgroup:", 7)) {
-		n.kind = GUARD_SCOPE_CGROUP;
-		ret = scope_cgroup(&n, spec + 7, name, spec, err, errlen);
-	} else if (!strncmp(spec, "comm:", 5)) {
-		n.kind = GUARD_SCOPE_COMM;
-		ret = scope_comm(&n, spec + 5, name, spec, err, errlen);
-	} else {
-		errbuf__set(err, errlen, "invalid %s '%s': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX",
-			name, spec);
-		return -EINVAL;
-	}
-	if (!ret) {
-		n.spec = strdup(spec);
-		if (!n.spec)
-			ret = -ENOMEM;
-	}
-	if (ret == -ENOMEM)
-		errbuf__set(err, errlen, "%s: out of memory", name);
-	if (ret) {
-		guard_scope__free(&n);
-		return ret;
-	}
-	guard_scope__free(sc);
-	*sc = n;
-	return 0;
-}
-
-int guard_scope__parse(struct guard_scope *sc, const char *spec, char *err, size_t errlen)
-{
-	return scope_parse(sc, spec, "scope", err, errlen);
-}
-
-bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *comm,
-			const char *cgroup)
-{
-	size_t i, len;
-
-	switch (sc->kind) {
-	case GUARD_SCOPE_GPU:	/* the caller offers only GPU processes */
-	case GUARD_SCOPE_ALL:
-		return true;
-	case GUARD_SCOPE_PIDS:
-		for (i = 0; i < sc->n_pids; i++)
-			if (sc->pids[i] == pid)
-				return true;
-		return false;
-	case GUARD_SCOPE_CGROUP:
-		if (!cgroup)
-			return false;
-		while (*cgroup == '/')
-			cgroup++;
-		len = strlen(sc->cgroup);
-		/* "a/b" holds "a/b" and "a/b/c", not "a/bc". */
-		return !len || (!strncmp(cgroup, sc->cgroup, len) &&
-				(!cgroup[len] || cgroup[len] == '/'));
-	case GUARD_SCOPE_COMM:
-		return comm && !regexec(sc->comm_re, comm, 0, NULL, 0);
-	}
-	return false;
-}
-
-void guard_scope__free(struct guard_scope *sc)
-{
-	if (sc->comm_re) {
-		regfree(sc->comm_re);
-		free(sc->comm_re);
-	}
-	free(sc->cgroup);
-	free(sc->spec);
-	memset(sc, 0, sizeof(*sc));
-	sc->kind = GUARD_SCOPE_GPU;
-}
 
 /* --- protected processes --- */
 
@@ -353,7 +100,7 @@ static int protect_add(struct guard_config *cfg, const char *list, const char *n
 		comma = strchr(p, ',');
 		if (comma)
 			*comma = '\0';
-		tok = trim(p);
+		tok = str__trim(p);
 		if (!*tok) {
 			errbuf__set(err, errlen, "invalid %s '%s': an empty process name", name, list);
 			ret = -EINVAL;
@@ -544,7 +291,7 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		errbuf__set(err, errlen, "invalid %s '%s': expected stop or freeze", name, v);
 		return -EINVAL;
 	case K_SCOPE:
-		return scope_parse(&cfg->scope, v, name, err, errlen);
+		return guard_scope__parse(&cfg->scope, v, name, err, errlen);
 	case K_PROTECT:
 		return protect_add(cfg, v, name, err, errlen);
 	case K_DRY_RUN:
@@ -807,7 +554,7 @@ void guard_config__init(struct guard_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->metric = GUARD_METRIC_AVAILABLE;
 	cfg->action = GUARD_ACT_STOP;
-	cfg->scope.kind = GUARD_SCOPE_GPU;
+	cfg->scope.kind = UMT_SCOPE_GPU;
 	cfg->self_pid = getpid();
 }
 

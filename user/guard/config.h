@@ -10,47 +10,13 @@
 #ifndef UMTRACE_GUARD_CONFIG_H
 #define UMTRACE_GUARD_CONFIG_H
 
-#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "guard/action.h"
 #include "guard/policy.h"
-
-#define GUARD_SCOPE_MAX_PIDS 64
-
-enum guard_scope_kind {
-	GUARD_SCOPE_GPU,	/* processes that made GPU allocation calls */
-	GUARD_SCOPE_ALL,
-	GUARD_SCOPE_PIDS,
-	GUARD_SCOPE_CGROUP,	/* the cgroup and everything below it */
-	GUARD_SCOPE_COMM,	/* process names matching an extended regex */
-};
-
-struct guard_scope {
-	enum guard_scope_kind kind;
-	pid_t pids[GUARD_SCOPE_MAX_PIDS];
-	size_t n_pids;
-	char *cgroup;		/* relative to /sys/fs/cgroup, "a/b"; "" is the root */
-	regex_t *comm_re;	/* compiled REG_EXTENDED | REG_NOSUB */
-	char *spec;		/* as given, for log lines; NULL: none was given */
-};
-
-/*
- * "gpu", "all", "pid:1,2,3", "cgroup:/sys/fs/cgroup/a/b" or "cgroup:a/b",
- * "comm:REGEX" (extended, unanchored: "comm:^python"). On success sc is
- * replaced (free it with guard_scope__free); on failure it is left alone.
- * 0, or -EINVAL/-ENOMEM with a one-line message.
- */
-int guard_scope__parse(struct guard_scope *sc, const char *spec, char *err, size_t errlen);
-/*
- * cgroup: the process's cgroup v2 path as /proc/PID/cgroup gives it
- * ("/a/b"); NULL if unknown. comm: NULL if unknown.
- */
-bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *comm,
-			const char *cgroup);
-void guard_scope__free(struct guard_scope *sc);
+#include "guard/scope.h"
 
 struct guard_config {
 	/* As written (SIZE or N%), resolved against MemTotal by guard_config__policy. */

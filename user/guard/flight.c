@@ -8,9 +8,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "rec/flight_recorder.h"
 #include "guard/guard.h"
 #include "lib/log.h"
+#include "rec/flight_recorder.h"
 
 /* A daemon under MemoryMax=64M keeps its recorder well inside it. */
 #define FLIGHT_MAX_BYTES (16u << 20)
@@ -48,24 +48,23 @@ void guard_flight__sample(struct guard *g)
 		flight__add_sample(g->flight, &s);
 }
 
-void guard_flight__stop(struct guard *g, const struct guard_proc *p, uint32_t reason,
-			const char *detail, const char *site)
+void guard_flight__stop(struct guard *g, const struct guard_stop *st)
 {
 	struct rec_stop s = {
-		.pid = p->pid,
-		.reason = reason,
-		.mem_available = g->last_metric,
-		.gpu_host_bytes = guard_sites__proc_host(g, p->pid),
+		.ts_ns = st->ts_ns,
+		.pid = st->pid,
+		.reason = st->reason,
+		.mem_available = st->metric_bytes,
+		.gpu_host_bytes = st->held,
 	};
-	struct timespec ts;
 
 	if (!g->flight)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	s.ts_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-	memcpy(s.comm, p->comm, sizeof(s.comm));
-	snprintf(s.reason_text, sizeof(s.reason_text), "%s", detail);
-	snprintf(s.site, sizeof(s.site), "%s", site);
+	memcpy(s.comm, st->comm, sizeof(s.comm));
+	/* The recording keeps what fits; cut, not refused. */
+	snprintf(s.reason_text, sizeof(s.reason_text), "%.*s",
+		 (int)sizeof(s.reason_text) - 1, st->detail);
+	snprintf(s.site, sizeof(s.site), "%.*s", (int)sizeof(s.site) - 1, st->top_site);
 	flight__add_stop(g->flight, &s);
 }
 
@@ -77,4 +76,11 @@ int guard_flight__dump(struct guard *g, const char *dir)
 		return 0;
 	snprintf(path, sizeof(path), "%s/recording.umt", dir);
 	return flight__dump(g->flight, path);
+}
+
+void guard_flight__free(struct guard *g)
+{
+	if (g->flight)
+		flight__free(g->flight);
+	g->flight = NULL;
 }

@@ -1,9 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The guard daemon's state, shared by its parts: the command and its loop
- * (guard.c), options (guard_opts.c), who holds what (guard_sites.c), its
- * scope (guard_scope.c), its state file and metrics (guard_report.c) and
- * the post-mortem bundle (postmortem.c).
+ * user/guard: stop the job that is about to take the host below a floor.
+ *
+ * The kernel side (bpf/guard.bpf.h) decides at a GPU call's entry and at
+ * the page; this folder is its user-space half, from the bottom up:
+ *
+ *   policy.c        the sampled rule: decide(policy, state), pure
+ *   scope.c         --scope parsed and matched, pure
+ *   config.c        the config file and each key's meaning
+ *   opts.c          the command line over the config: struct guard_opts
+ *   action.c        the actuator: SIGSTOP/SIGCONT through pidfds, freezes
+ *   kernel.c        the kernel side's anchor, thresholds, counters, scope maps
+ *   pin.c           pinned links, so the kernel side outlives a killed daemon
+ *   stop.c          a stop as decided (struct guard_stop) and its log line
+ *   state.c         the state file `status` and `resume` read
+ *   metrics.c       Prometheus text
+ *   report.c        state file and metrics from one snapshot, off the loop
+ *   sites.c         who holds what: attribution and call sites per call
+ *   flight.c        the flight recorder's last minutes
+ *   postmortem.c    the bundle written for each stop
+ *   scope_kernel.c  the scope kept in the kernel side, and victims' scope
+ *   procs.c         the processes the guard knows, by pid
+ *   daemon.c        the loop: records, samples, stops, set-up and teardown
+ *
+ * struct guard below is the daemon's state, shared by the files above
+ * daemon.c; nothing here prints but through lib/log.h.
  */
 #ifndef UMTRACE_GUARD_H
 #define UMTRACE_GUARD_H
@@ -12,23 +33,21 @@
 #include <stdint.h>
 #include <time.h>
 #include "attach/opts.h"
-#include "model/callsites.h"
-#include "stacks/callstack.h"
+#include "attach/probes.h"
+#include "attach/session.h"
 #include "guard/action.h"
 #include "guard/config.h"
 #include "guard/pin.h"
 #include "guard/policy.h"
+#include "guard/report.h"
+#include "guard/stop.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"
-#include "attach/probes.h"
-#include "attach/session.h"
+#include "model/callsites.h"
 #include "model/summary.h"
+#include "stacks/callstack.h"
 
 #define GUARD_MAX_PROCS 65536
-
-/* Stop reasons, as they appear in logs and metrics. */
-#define GUARD_N_REASONS 4
-extern const char *const guard_reasons[GUARD_N_REASONS];
 
 /* A process the guard has seen make GPU calls, or has stopped. */
 struct guard_proc {
@@ -39,11 +58,15 @@ struct guard_proc {
 	bool dry;		/* only a dry-run decision */
 	bool froze;		/* its cgroup was frozen by this guard */
 	time_t when;
-	char reason[16];
+	enum umt_guard_reason reason;
 	char cgroup[512];
 };
 
+/* What the command line and the config file ask for (guard/opts.c). */
 struct guard_opts {
+	struct guard_config cfg;
+	struct attach_opts ao;
+	struct guard_policy pol;	/* thresholds resolved against MemTotal */
 	enum guard_act action;
 	bool dry_run;
 	const char *on_stop;
@@ -52,22 +75,21 @@ struct guard_opts {
 	const char *state_file;
 	uint64_t flight_seconds;	/* flight recorder window, 0: none */
 	bool no_pin;			/* the kernel side dies with the daemon */
+	uint32_t n_protect;		/* names the kernel side never stops */
+	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 };
 
 struct flight_recorder;
-struct file_writer;
 
 struct guard {
-	struct guard_config cfg;
 	struct guard_opts opt;
-	struct attach_opts ao;
-	struct guard_policy pol;
 	struct guard_state pstate;
 	struct guard_sample sample;
 	struct pcp_info pcp;		/* at the last sample */
 	struct guard_kcfg kcfg;
 	struct session session;
 	struct guard_pins pins;
+	struct guard_report report;
 	/* who holds what */
 	struct summary summary;
 	struct callsites sites;
@@ -79,7 +101,7 @@ struct guard {
 	/* figures */
 	uint64_t last_metric;
 	uint64_t samples, kernel_stops, policy_stops, fallback_sends, resumes;
-	uint64_t stops_by[GUARD_N_REASONS];	/* by guard__reason_index() */
+	uint64_t stops_by[GUARD_N_REASONS];	/* by guard_reason__index() */
 	time_t last_stop;
 	/* The kernel's headroom against each fresh sample (bytes, absolute). */
 	uint64_t error_max, error_sum, error_n;
@@ -88,46 +110,61 @@ struct guard {
 	bool exiting;
 	/* conditions that can hold at every sample */
 	struct log_repeat no_victim, no_meminfo, slow_meminfo, no_pin;
-	struct log_repeat state_err, metrics_err;
-	/* the state file and metrics, once the loop runs: never stalls it */
-	struct file_writer *files;
 };
 
-/* guard.c */
-struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create);
-/* ts_ns: when it was decided (CLOCK_MONOTONIC, the kernel's clock). */
+/* opts.c: 0, 1 (--help asked: show the usage), or -EINVAL (said). */
+int guard_opts__parse(struct guard_opts *o, int argc, char **argv);
+void guard_opts__free(struct guard_opts *o);
+
+/* daemon.c: arm, run until SIGINT or SIGTERM, disarm; the exit code. Takes o. */
+int guard__run(struct guard_opts *o);
+
+/* The state file and metrics from a snapshot of now (guard/report.h). */
+void guard__write_report(struct guard *g);
+
+/* tick.c: the sample and the sampled rule, every session tick. */
+void guard__tick(void *ctx);
+/* The metric the kernel's headroom is anchored to (guard_kernel__anchor). */
+int guard__sample_metric(void *ctx, uint64_t *bytes);
+
+/* enforce.c: a stop made, carried out and told; a resume. */
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
-		    const char *reason, const char *detail, bool dry, int send_err);
+		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err);
+void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
+
+/* procs.c */
+struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create);
 /* Every known process, by pid; the caller frees the array. */
 struct guard_proc **guard__procs_sorted(struct guard *g, size_t *n);
-/* guard_opts.c: 0, 1 (--help shown), or -EINVAL (usage error, said). */
-int guard__parse_args(struct guard *g, int argc, char **argv);
-void guard__free(struct guard *g);
-/* guard_sites.c */
+void guard__proc_drop(struct guard *g, struct guard_proc *p);
+void guard__procs_free(struct guard *g);
+
+/* sites.c */
 int guard_sites__init(struct guard *g);
-void guard_sites__call(struct guard *g, const struct umt_call_rec *r);
+/* Attribute a call; its frames (for the flight recorder) in frames. */
+size_t guard_sites__call(struct guard *g, const struct umt_call_rec *r,
+			 struct sym_frame *frames);
 void guard_sites__exit(struct guard *g, const struct umt_proc_exit_rec *r);
 uint64_t guard_sites__proc_host(struct guard *g, uint32_t pid);
 void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len);
-uint64_t g_page_size(void);
-/* guard_flight.c: all but init do nothing without a flight recorder. */
+void guard_sites__free(struct guard *g);
+
+/* flight.c: all but init do nothing without a flight recorder. */
 int guard_flight__init(struct guard *g);
 void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
 			const struct sym_frame *frames, size_t n);
 void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r);
 void guard_flight__sample(struct guard *g);
-void guard_flight__stop(struct guard *g, const struct guard_proc *p, uint32_t reason,
-			const char *detail, const char *site);
+void guard_flight__stop(struct guard *g, const struct guard_stop *s);
 /* Write the flight recorder into dir/recording.umt. 0 or -errno. */
 int guard_flight__dump(struct guard *g, const char *dir);
-/* guard_scope.c */
+void guard_flight__free(struct guard *g);
+
+/* scope_kernel.c */
 uint32_t guard__scope_kind(const struct guard *g);	/* enum umt_guard_scope */
 int guard__setup_scope(struct guard *g);
 void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r);
 bool guard__in_scope(struct guard *g, const struct guard_proc *p);
 bool guard__protected(struct guard *g, const struct guard_proc *p);
-/* guard_report.c */
-void guard__write_state(struct guard *g);
-void guard__write_metrics(struct guard *g);
 
 #endif /* UMTRACE_GUARD_H */

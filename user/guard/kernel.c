@@ -101,11 +101,3 @@ int guard_kernel__scope_cgroup(struct probes *p, int cgroup_fd)
 	return 0;
 }
 
-uint64_t guard_kernel__proc_reclaims(const struct probes *p, uint32_t pid)
-{
-	struct umt_gpu_proc v;
-
-	if (bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.gpu_procs), &pid, &v))
-		return 0;
-	return v.reclaims;
-}

@@ -39,7 +39,5 @@ int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);
 int guard_kernel__scope_comm(struct probes *p, const char *comm, bool in);
 /* --scope cgroup: the cgroup directory's fd. 0 or -errno. */
 int guard_kernel__scope_cgroup(struct probes *p, int cgroup_fd);
-/* Direct reclaim entries of a process that made GPU calls (0 if unknown). */
-uint64_t guard_kernel__proc_reclaims(const struct probes *p, uint32_t pid);
 
 #endif /* UMTRACE_GUARD_KERNEL_H */

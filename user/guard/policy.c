@@ -387,7 +387,7 @@ unsigned int guard_policy__next_interval_ms(const struct guard_policy *p,
 	return (unsigned int)iv;
 }
 
-const char *guard_reason__name(enum guard_reason r)
+const char *guard_policy__reason_name(enum guard_reason r)
 {
 	switch (r) {
 	case GUARD_REASON_DROP:

@@ -151,7 +151,7 @@ unsigned int guard_policy__next_interval_ms(const struct guard_policy *p,
 					    const struct guard_state *st);
 
 /* "drop", "floor", "recovered", "no_victim", "none": metric label values. */
-const char *guard_reason__name(enum guard_reason r);
+const char *guard_policy__reason_name(enum guard_reason r);
 /* "available" or "free". */
 const char *guard_metric__name(enum guard_metric m);
 int guard_metric__parse(const char *s, enum guard_metric *out);

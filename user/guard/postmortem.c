@@ -42,21 +42,20 @@ static int finish(FILE *f)
 	return err;
 }
 
-static int write_event(struct guard *g, const struct guard_proc *p, const char *dir,
-		       const char *reason, const char *detail)
+static int write_event(const struct guard_stop *s, const char *dir)
 {
-	char a[32], site[512];
 	FILE *f = create(dir, "event.txt");
+	char a[32];
 
 	if (!f)
 		return -errno;
-	guard_sites__top_site(g, p->pid, site, sizeof(site));
 	fprintf(f, "time %lld\npid %u\ncomm %s\ncgroup %s\nreason %s\ndetail %s\n"
 		"action %s\n%s %s\ngpu_host_bytes %llu\ntop_site %s\n",
-		(long long)p->when, p->pid, p->comm, p->cgroup[0] ? p->cgroup : "-", reason,
-		detail, p->dry ? "dry-run" : guard_act__name(g->opt.action),
-		guard_metric__name(g->pol.metric), fmt_bytes(g->last_metric, a, sizeof(a)),
-		(unsigned long long)guard_sites__proc_host(g, p->pid), site);
+		(long long)s->when, s->pid, s->comm, s->cgroup[0] ? s->cgroup : "-",
+		guard_reason__name(s->reason), s->detail,
+		s->dry ? "dry-run" : guard_act__name(s->action), guard_metric__name(s->metric),
+		fmt_bytes(s->metric_bytes, a, sizeof(a)), (unsigned long long)s->held,
+		s->top_site);
 	return finish(f);
 }
 
@@ -114,7 +113,7 @@ static int write_folded(struct guard *g, const char *dir)
 }
 
 /* DIR/umtrace-YYYYmmdd-HHMMSS-PID, made 0700; a name taken gets a suffix. */
-static int make_dir(const char *base, const struct guard_proc *p, char *dir, size_t len)
+static int make_dir(const char *base, const struct guard_stop *p, char *dir, size_t len)
 {
 	struct tm tm;
 	char stamp[32];
@@ -137,14 +136,13 @@ static int make_dir(const char *base, const struct guard_proc *p, char *dir, siz
 	return -EEXIST;
 }
 
-int postmortem__write(struct guard *g, const struct guard_proc *p, const char *reason,
-		      const char *detail, char *dir, size_t len)
+int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, size_t len)
 {
 	int err;
 
-	err = make_dir(g->opt.postmortem_dir, p, dir, len);
+	err = make_dir(g->opt.postmortem_dir, s, dir, len);
 	if (!err)
-		err = write_event(g, p, dir, reason, detail);
+		err = write_event(s, dir);
 	if (!err)
 		err = write_report(g, dir);
 	if (!err)

@@ -13,10 +13,12 @@
 #include <stddef.h>
 
 struct guard;
-struct guard_proc;
+struct guard_stop;
 
-/* 0 and the bundle's path in dir, or -errno (a warning is logged). */
-int postmortem__write(struct guard *g, const struct guard_proc *p, const char *reason,
-		      const char *detail, char *dir, size_t len);
+/*
+ * The bundle of stop s under --postmortem-dir, from the guard's who holds
+ * what: 0 and the bundle's path in dir, or -errno (a warning is logged).
+ */
+int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, size_t len);
 
 #endif /* UMTRACE_POSTMORTEM_H */

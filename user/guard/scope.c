@@ -1,156 +1,261 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The guard's scope in both halves: the kernel side checks it when it is
- * about to stop a process (a mode fixed at load, plus a pid map or a
- * cgroup), the sampled rule when it picks a victim. A comm regex cannot
- * run in BPF, but its verdict depends on the name alone: the kernel side
- * keeps a verdict per name, and asks for the names it has none for (at
- * exec, at a rename, at a decision); the processes running at start are
- * named here.
+ * Which processes the guard may stop, from --scope: parsed once, matched
+ * against a process's pid, name and cgroup. Pure: no /proc, no BPF (the
+ * kernel's half of the scope is guard/scope_kernel.c).
  */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-#include "guard/guard.h"
-#include "guard/kernel.h"
-#include "lib/log.h"
+#include "guard/scope.h"
+#include "lib/errbuf.h"
 #include "lib/procfs.h"
+#include "lib/str.h"
+#include "lib/units.h"
 
+/* Where cgroup v2 is mounted on every host this runs on but hybrid ones. */
+#define CGROUP_MOUNT "/sys/fs/cgroup"
 
-uint32_t guard__scope_kind(const struct guard *g)
+static int scope_pids(struct guard_scope *sc, const char *list, const char *name,
+		      const char *spec, char *err, size_t errlen)
 {
-	if (!g->cfg.scope.spec)
-		return UMT_SCOPE_GPU;
-	switch (g->cfg.scope.kind) {
-	case GUARD_SCOPE_GPU:
-		return UMT_SCOPE_GPU;
-	case GUARD_SCOPE_ALL:
-		return UMT_SCOPE_ALL;
-	case GUARD_SCOPE_CGROUP:
-		return UMT_SCOPE_CGROUP;
-	case GUARD_SCOPE_COMM:
-		return UMT_SCOPE_COMM;
-	default:
-		return UMT_SCOPE_PIDS;
-	}
-}
+	char *copy = strdup(list), *p, *comma;
+	int ret = 0;
+	long v;
 
-static int set_cgroup(struct guard *g)
-{
-	const char *root = cgroup2__root();
-	char path[4200];
-	int fd, err;
-
-	if (!root) {
-		elog("--scope %s: cgroup v2 is not mounted", g->cfg.scope.spec);
-		return -ENOENT;
-	}
-	snprintf(path, sizeof(path), "%s/%s", root, g->cfg.scope.cgroup);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		elog("--scope %s: cannot open %s: %s", g->cfg.scope.spec, path, strerror(errno));
-		return err;
-	}
-	err = guard_kernel__scope_cgroup(&g->session.probes, fd);
-	close(fd);
-	if (err)
-		elog("--scope %s: %s", g->cfg.scope.spec, strerror(-err));
-	return err;
-}
-
-static int name_verdict(struct guard *g, const char *comm)
-{
-	bool in = guard_scope__match(&g->cfg.scope, 0, comm, NULL);
-
-	return guard_kernel__scope_comm(&g->session.probes, comm, in);
-}
-
-/* The names of the processes already running. */
-static int name_running(struct guard *g)
-{
-	struct dirent *de;
-	char comm[32];
-	int err = 0;
-	DIR *d;
-
-	d = opendir("/proc");
-	if (!d) {
-		err = -errno;
-		elog("--scope %s: cannot read /proc: %s", g->cfg.scope.spec, strerror(errno));
-		return err;
-	}
-	while (!err && (de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		if (proc__comm((pid_t)atoi(de->d_name), comm, sizeof(comm)))
-			err = name_verdict(g, comm);
-	}
-	closedir(d);
-	if (err)
-		elog("--scope %s: %s", g->cfg.scope.spec, strerror(-err));
-	return err;
-}
-
-void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r)
-{
-	char comm[TASK_COMM_LEN + 1];
-	int err;
-
-	if (!g->cfg.scope.spec || g->cfg.scope.kind != GUARD_SCOPE_COMM)
-		return;
-	memcpy(comm, r->name.comm, TASK_COMM_LEN);
-	comm[TASK_COMM_LEN] = '\0';
-	err = name_verdict(g, comm);
-	if (err)
-		wlog("guard: cannot keep the scope of \"%s\": %s", comm, strerror(-err));
-}
-
-int guard__setup_scope(struct guard *g)
-{
-	size_t i;
-	int err;
-
-	switch (guard__scope_kind(g)) {
-	case UMT_SCOPE_CGROUP:
-		return set_cgroup(g);
-	case UMT_SCOPE_PIDS:
-		for (i = 0; i < g->cfg.scope.n_pids; i++) {
-			err = guard_kernel__scope_pid(&g->session.probes,
-						      (uint32_t)g->cfg.scope.pids[i], true);
-			if (err) {
-				elog("--scope: cannot add pid %d: %s", (int)g->cfg.scope.pids[i],
-				     strerror(-err));
-				return err;
-			}
+	if (!copy)
+		return -ENOMEM;
+	for (p = copy; p; p = comma ? comma + 1 : NULL) {
+		comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		if (parse_long(p, 1, INT_MAX, &v)) {
+			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a pid", name, spec, p);
+			ret = -EINVAL;
+			break;
 		}
-		return 0;
-	case UMT_SCOPE_COMM:
-		return name_running(g);
-	default:
-		return 0;
+		if (sc->n_pids == GUARD_SCOPE_MAX_PIDS) {
+			errbuf__set(err, errlen, "invalid %s '%s': at most %d pids", name, spec,
+				GUARD_SCOPE_MAX_PIDS);
+			ret = -EINVAL;
+			break;
+		}
+		sc->pids[sc->n_pids++] = (pid_t)v;
 	}
+	free(copy);
+	return ret;
 }
 
-bool guard__in_scope(struct guard *g, const struct guard_proc *p)
+/*
+ * Kept relative to the cgroup v2 root with single slashes, so that it
+ * compares with /proc/PID/cgroup's path by prefix. ".." could leave the
+ * subtree the operator meant, so it is refused rather than resolved.
+ */
+static int scope_cgroup(struct guard_scope *sc, const char *path, const char *name,
+			const char *spec, char *err, size_t errlen)
 {
-	char cg[512];
+	const char *mnt = cgroup2__root(), *p = path, *end;
+	size_t root, n = 0;
+	char *out;
 
-	if (!g->cfg.scope.spec)
-		return true;	/* the default: the GPU processes it knows */
-	if (proc__cgroup((pid_t)p->pid, cg, sizeof(cg)))
+	/* Hybrid hosts mount cgroup v2 at /sys/fs/cgroup/unified. */
+	if (!mnt || strncmp(p, mnt, strlen(mnt)) || (p[strlen(mnt)] && p[strlen(mnt)] != '/'))
+		mnt = CGROUP_MOUNT;
+	root = strlen(mnt);
+	if (*p == '/') {
+		if (strncmp(p, mnt, root) || (p[root] && p[root] != '/')) {
+			errbuf__set(err, errlen, "invalid %s '%s': a cgroup path must be under %s or relative to it",
+				name, spec, CGROUP_MOUNT);
+			return -EINVAL;
+		}
+		p += root;
+	} else if (!*p) {
+		errbuf__set(err, errlen, "invalid %s '%s': cgroup: needs a path", name, spec);
+		return -EINVAL;
+	}
+	out = malloc(strlen(p) + 1);
+	if (!out)
+		return -ENOMEM;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchrnul(p, '/');
+		if ((end - p == 1 && p[0] == '.') || (end - p == 2 && p[0] == '.' && p[1] == '.')) {
+			errbuf__set(err, errlen, "invalid %s '%s': '.' and '..' are not allowed in a cgroup path",
+				name, spec);
+			free(out);
+			return -EINVAL;
+		}
+		if (n)
+			out[n++] = '/';
+		memcpy(out + n, p, (size_t)(end - p));
+		n += (size_t)(end - p);
+		p = end;
+	}
+	out[n] = '\0';
+	sc->cgroup = out;
+	return 0;
+}
+
+/*
+ * glibc's regcomp() grows exponentially with quantifiers stacked on one
+ * another ("c++++" took 720 MB at 20 of them) and with large repeat
+ * counts. A process name has 15 characters: neither is ever needed.
+ */
+static const char *regex_too_costly(const char *re)
+{
+	unsigned long lo, hi;
+	const char *p;
+	char *end;
+	bool after_quant = false;
+
+	for (p = re; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			after_quant = false;
+			continue;
+		}
+		if (*p == '*' || *p == '+' || *p == '?' || *p == '{') {
+			if (after_quant)
+				return "a quantifier on a quantifier";
+			if (*p == '{') {
+				lo = strtoul(p + 1, &end, 10);
+				hi = *end == ',' ? strtoul(end + 1, &end, 10) : lo;
+				if (lo > 16 || hi > 16)
+					return "a repeat count above 16";
+				p = strchrnul(end, '}');
+				if (!*p)
+					break;
+			}
+			after_quant = true;
+			continue;
+		}
+		after_quant = false;
+	}
+	return NULL;
+}
+
+static int scope_comm(struct guard_scope *sc, const char *re, const char *name,
+		      const char *spec, char *err, size_t errlen)
+{
+	const char *costly;
+	char why[128];
+	int ret;
+
+	if (!*re) {
+		errbuf__set(err, errlen, "invalid %s '%s': comm: needs a regular expression", name,
+			spec);
+		return -EINVAL;
+	}
+	costly = regex_too_costly(re);
+	if (costly) {
+		errbuf__set(err, errlen, "invalid %s '%s': %s (a process name has 15 characters)",
+			    name, spec, costly);
+		return -EINVAL;
+	}
+	sc->comm_re = malloc(sizeof(*sc->comm_re));
+	if (!sc->comm_re)
+		return -ENOMEM;
+	ret = regcomp(sc->comm_re, re, REG_EXTENDED | REG_NOSUB);
+	if (ret) {
+		regerror(ret, sc->comm_re, why, sizeof(why));
+		errbuf__set(err, errlen, "invalid %s '%s': %s", name, spec, why);
+		free(sc->comm_re);
+		sc->comm_re = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int scope_parse(struct guard_scope *sc, const char *spec, const char *name, char *err,
+		       size_t errlen)
+{
+	struct guard_scope n = { .kind = UMT_SCOPE_ALL };
+	int ret = 0;
+
+	if (!strcmp(spec, "all")) {
+		n.kind = UMT_SCOPE_ALL;
+	} else if (!strcmp(spec, "gpu")) {
+		n.kind = UMT_SCOPE_GPU;
+	} else if (!strncmp(spec, "pid:", 4)) {
+		n.kind = UMT_SCOPE_PIDS;
+		ret = scope_pids(&n, spec + 4, name, spec, err, errlen);
+	} else if (!strncmp(spec, "cgroup:", 7)) {
+		n.kind = UMT_SCOPE_CGROUP;
+		ret = scope_cgroup(&n, spec + 7, name, spec, err, errlen);
+	} else if (!strncmp(spec, "comm:", 5)) {
+		n.kind = UMT_SCOPE_COMM;
+		ret = scope_comm(&n, spec + 5, name, spec, err, errlen);
+	} else {
+		errbuf__set(err, errlen, "invalid %s '%s': expected gpu, all, pid:LIST, cgroup:PATH or comm:REGEX",
+			name, spec);
+		return -EINVAL;
+	}
+	if (!ret) {
+		n.spec = strdup(spec);
+		if (!n.spec)
+			ret = -ENOMEM;
+	}
+	if (ret == -ENOMEM)
+		errbuf__set(err, errlen, "%s: out of memory", name);
+	if (ret) {
+		guard_scope__free(&n);
+		return ret;
+	}
+	guard_scope__free(sc);
+	*sc = n;
+	return 0;
+}
+
+int guard_scope__parse(struct guard_scope *sc, const char *spec, const char *name,
+		       char *err, size_t errlen)
+{
+	return scope_parse(sc, spec, name ? name : "scope", err, errlen);
+}
+
+bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *comm,
+			const char *cgroup)
+{
+	size_t i, len;
+
+	switch (sc->kind) {
+	case UMT_SCOPE_GPU:	/* the caller offers only GPU processes */
+	case UMT_SCOPE_ALL:
+		return true;
+	case UMT_SCOPE_PIDS:
+		for (i = 0; i < sc->n_pids; i++)
+			if (sc->pids[i] == pid)
+				return true;
 		return false;
-	return guard_scope__match(&g->cfg.scope, (pid_t)p->pid, p->comm, cg);
+	case UMT_SCOPE_CGROUP:
+		if (!cgroup)
+			return false;
+		while (*cgroup == '/')
+			cgroup++;
+		len = strlen(sc->cgroup);
+		/* "a/b" holds "a/b" and "a/b/c", not "a/bc". */
+		return !len || (!strncmp(cgroup, sc->cgroup, len) &&
+				(!cgroup[len] || cgroup[len] == '/'));
+	case UMT_SCOPE_COMM:
+		return comm && !regexec(sc->comm_re, comm, 0, NULL, 0);
+	}
+	return false;
 }
 
-bool guard__protected(struct guard *g, const struct guard_proc *p)
+void guard_scope__free(struct guard_scope *sc)
 {
-	return guard_protected(&g->cfg, (pid_t)p->pid, p->comm, false);
+	if (sc->comm_re) {
+		regfree(sc->comm_re);
+		free(sc->comm_re);
+	}
+	free(sc->cgroup);
+	free(sc->spec);
+	memset(sc, 0, sizeof(*sc));
+	sc->kind = UMT_SCOPE_GPU;
 }
+

@@ -6,20 +6,11 @@
  * can say who held what at that moment.
  */
 #include <errno.h>
-#include <search.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "guard/guard.h"
-#include "lib/log.h"
+#include "lib/page.h"
 #include "stacks/callstack.h"
-
-uint64_t g_page_size(void)
-{
-	long ps = sysconf(_SC_PAGESIZE);
-
-	return ps > 0 ? (uint64_t)ps : 4096;
-}
 
 static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
 {
@@ -28,9 +19,9 @@ static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
 
 int guard_sites__init(struct guard *g)
 {
-	summary__init(&g->summary, g_page_size());
+	summary__init(&g->summary, page__size());
 	g->summary.forget_exited = true;	/* a daemon: jobs come and go */
-	platform__init(&g->summary.platform, g->ao.platform);
+	platform__init(&g->summary.platform, g->opt.ao.platform);
 	callsites__init(&g->sites, 65536);
 	g->summary.on_release = on_release;
 	g->summary.release_ctx = &g->sites;
@@ -38,15 +29,15 @@ int guard_sites__init(struct guard *g)
 	return callstack__init(&g->stacks, STACK_FP);
 }
 
-void guard_sites__call(struct guard *g, const struct umt_call_rec *r)
+size_t guard_sites__call(struct guard *g, const struct umt_call_rec *r,
+			 struct sym_frame *frames)
 {
-	struct sym_frame frames[UMT_STACK_MAX];
 	size_t n = callstack__resolve(&g->stacks, r, frames);
 	uint32_t site;
 
-	guard_flight__call(g, r, frames, n);
-	site = callsites__add(&g->sites, r, frames, n, g_page_size());
+	site = callsites__add(&g->sites, r, frames, n, page__size());
 	summary__consume_site(&g->summary, r, site);
+	return n;
 }
 
 void guard_sites__exit(struct guard *g, const struct umt_proc_exit_rec *r)
@@ -100,4 +91,11 @@ void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len)
 	if (c)
 		snprintf(buf, len, "%s", c->key);
 	free(t.host);
+}
+
+void guard_sites__free(struct guard *g)
+{
+	summary__free(&g->summary);
+	callsites__free(&g->sites);
+	callstack__free(&g->stacks);
 }

@@ -11,6 +11,7 @@
 #include "guard/action.h"
 #include "guard/state.h"
 #include "lib/out_file.h"
+#include "lib/log.h"
 #include "lib/procfs.h"
 
 #define MAGIC "umtrace-guard-state 1"
@@ -185,4 +186,17 @@ bool guard_state__still_held(const struct guard_stopped *s)
 	if (st == 'T')
 		return true;
 	return s->cgroup[0] && cgroup__frozen(s->cgroup);
+}
+
+int guard_state__load(const char *path, struct guard_status *st)
+{
+	int err = guard_state__read(path, st);
+
+	if (err == -ENOENT)
+		elog("no guard state at %s: no guard has run (or use --state-file)", path);
+	else if (err == -EINVAL)
+		elog("%s is not a umtrace guard state file", path);
+	else if (err)
+		elog("cannot read %s: %s", path, strerror(-err));
+	return err;
 }

@@ -47,6 +47,8 @@ char *guard_state__format(const struct guard_status *st, size_t *len);
 int guard_state__write(const char *path, const struct guard_status *st);
 /* 0, -ENOENT (no guard has run), -EINVAL (not a state file), -errno. */
 int guard_state__read(const char *path, struct guard_status *st);
+/* The same, saying in one line why it could not be read. */
+int guard_state__load(const char *path, struct guard_status *st);
 
 /* The daemon that wrote the state file is alive and is a umtrace. */
 bool guard_state__daemon_alive(uint32_t pid);

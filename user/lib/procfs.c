@@ -119,3 +119,29 @@ bool proc__comm(pid_t pid, char *buf, size_t len)
 		buf[strcspn(buf, "\n")] = '\0';
 	return ok;
 }
+
+const char *cgroup2__root(void)
+{
+	static char root[4096];
+	char line[4096], mnt[4096], fstype[64];
+	FILE *f;
+
+	if (root[0])
+		return root;
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return NULL;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - FSTYPE SOURCE SUPER" */
+	while (fgets(line, sizeof(line), f)) {
+		char *dash = strstr(line, " - ");
+
+		if (!dash || sscanf(dash + 3, "%63s", fstype) != 1 || strcmp(fstype, "cgroup2"))
+			continue;
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
+			snprintf(root, sizeof(root), "%s", mnt);
+			break;
+		}
+	}
+	fclose(f);
+	return root[0] ? root : NULL;
+}

@@ -15,6 +15,12 @@ char proc__state(pid_t pid);
 bool proc__comm(pid_t pid, char *buf, size_t len);
 
 /*
+ * Where cgroup v2 is mounted: /sys/fs/cgroup on unified hosts,
+ * /sys/fs/cgroup/unified on hybrid ones; NULL if nowhere.
+ */
+const char *cgroup2__root(void);
+
+/*
  * All of fd to its end (a /proc file, a BPF iterator), NUL-terminated for
  * text; *len excludes the NUL. Such files grow with the host (a line per
  * mapping, a pageset per CPU) and give no size up front. NULL with errno

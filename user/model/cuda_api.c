@@ -111,19 +111,3 @@ const char *cuda_api__name(unsigned int api)
 	return api < UMT_API__COUNT ? apis[api].name : "unknown";
 }
 
-const char *cuda_api__class_name(enum umt_class class)
-{
-	static const char *const names[] = {
-		[UMT_CLASS_DEVICE] = "device",
-		[UMT_CLASS_MANAGED] = "managed",
-		[UMT_CLASS_PINNED] = "pinned",
-		[UMT_CLASS_REGISTERED] = "registered",
-		[UMT_CLASS_VMM_PHYS] = "vmm-physical",
-		[UMT_CLASS_VMM_MAP] = "vmm-mapping",
-		[UMT_CLASS_VA] = "va-reserve",
-	};
-
-	if ((unsigned int)class >= sizeof(names) / sizeof(names[0]))
-		return "unknown";
-	return names[class];
-}

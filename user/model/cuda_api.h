@@ -71,6 +71,5 @@ struct cuda_api {
 
 const struct cuda_api *cuda_api__get(unsigned int api);
 const char *cuda_api__name(unsigned int api);
-const char *cuda_api__class_name(enum umt_class class);
 
 #endif /* UMTRACE_CUDA_API_H */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "model/platform.h"
 #include "lib/units.h"
 
@@ -121,19 +122,72 @@ const char *platform__describe(const struct platform_model *m, char *buf, size_t
 	return buf;
 }
 
-uint64_t platform__holds(const struct platform_model *m, enum umt_class c,
-			 uint64_t size, uint64_t observed)
+/*
+ * The table above, as a yes or no: does a call of this class cost its
+ * size in host RAM on this platform, whatever its window saw?
+ */
+static bool costs_size(enum platform p, enum umt_class c)
 {
 	switch (c) {
 	case UMT_CLASS_PINNED:
 	case UMT_CLASS_REGISTERED:
-		return size;
+		return true;
 	case UMT_CLASS_DEVICE:
 	case UMT_CLASS_VMM_PHYS:
-		return platform__current(m) == PLATFORM_UNIFIED ? size : observed;
-	case UMT_CLASS_MANAGED:
-		return observed;
+		return p == PLATFORM_UNIFIED;
 	default:
-		return 0;
+		return false;	/* managed: its pages come later, as faults */
 	}
+}
+
+uint64_t platform__holds(const struct platform_model *m, enum umt_class c,
+			 uint64_t size, uint64_t observed)
+{
+	if (costs_size(platform__current(m), c))
+		return size;
+	if (c == UMT_CLASS_DEVICE || c == UMT_CLASS_VMM_PHYS || c == UMT_CLASS_MANAGED)
+		return observed;
+	return 0;
+}
+
+uint64_t platform__admission_apis(enum platform p)
+{
+	uint64_t mask = 0;
+	unsigned int i;
+
+	for (i = 0; i < UMT_API__COUNT && i < 64; i++) {
+		const struct cuda_api *a = cuda_api__get(i);
+
+		if (a && !a->is_free && costs_size(p, a->class))
+			mask |= 1ULL << i;
+	}
+	return mask;
+}
+
+static bool driver_lists_gpus(void)
+{
+	struct stat st;
+
+	return !stat("/proc/driver/nvidia/gpus", &st) && S_ISDIR(st.st_mode);
+}
+
+enum platform platform__decide_now(enum platform forced, const char **why)
+{
+	struct platform_model m;
+
+	platform__init(&m, forced);
+	if (m.forced != PLATFORM_AUTO) {
+		*why = "--platform";
+		return m.forced;
+	}
+	if (m.decided != PLATFORM_AUTO) {
+		*why = m.why;
+		return m.decided;
+	}
+	if (driver_lists_gpus()) {
+		*why = "the NVIDIA driver lists GPUs with memory of their own";
+		return PLATFORM_DISCRETE;
+	}
+	*why = "no NVIDIA GPU with memory of its own is listed";
+	return PLATFORM_UNIFIED;
 }

@@ -16,6 +16,7 @@
 #ifndef UMTRACE_PLATFORM_H
 #define UMTRACE_PLATFORM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
@@ -46,5 +47,13 @@ enum platform platform__current(const struct platform_model *m);
 const char *platform__describe(const struct platform_model *m, char *buf, size_t len);
 uint64_t platform__holds(const struct platform_model *m, enum umt_class c,
 			 uint64_t size, uint64_t observed);
+/*
+ * The platform now, for a decision that cannot wait for evidence (the
+ * guard's admission): --platform, the driver's own files, else discrete
+ * when the driver lists a GPU with memory of its own, unified otherwise.
+ */
+enum platform platform__decide_now(enum platform forced, const char **why);
+/* Bit n: API n's size is host RAM on platform p (the guard's admission cost). */
+uint64_t platform__admission_apis(enum platform p);
 
 #endif /* UMTRACE_PLATFORM_H */

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * umtrace status / umtrace resume: talk to the running guard only through
- * its root-owned state file, and to stopped jobs through pidfds and their
- * cgroup.freeze files.
+ * umtrace status: the running guard's state, read only from its
+ * root-owned state file (no socket, no listener).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,12 +14,14 @@
 #include "attach/opts.h"
 #include "cmd/commands.h"
 #include "guard/action.h"
-#include "lib/procfs.h"
 #include "guard/pin.h"
 #include "guard/state.h"
 #include "lib/log.h"
-#include "export/output.h"
+#include "lib/procfs.h"
 #include "lib/units.h"
+#include "export/output.h"
+
+enum { OPT_STATE_FILE = 0x100 };
 
 void status_usage(FILE *f)
 {
@@ -38,26 +39,6 @@ void status_usage(FILE *f)
 "Exit status: 0 if a guard is running, 1 if none is (its last state is still\n"
 "shown) or on error, 2 on a usage error.\n");
 }
-
-void resume_usage(FILE *f)
-{
-	fprintf(f,
-"usage: umtrace resume [--state-file PATH] PID... | --all\n"
-"\n"
-"Continue processes the guard stopped: thaw the cgroup it froze, if any, and\n"
-"send SIGCONT. --all resumes every process the guard lists as stopped. The\n"
-"guard notices and logs each resume at its next sample.\n"
-"\n"
-"Options:\n"
-"  -a, --all                every process the guard stopped\n"
-"      --state-file PATH    the guard's state file (default " GUARD_STATE_DEFAULT ")\n"
-"  -h, --help               show this help\n"
-"\n"
-"Exit status: 0 if every process named was resumed, 1 if one was not (gone,\n"
-"or not stopped), 2 on a usage error.\n");
-}
-
-enum { OPT_STATE_FILE = 0x100 };
 
 static void print_text(const struct guard_status *st, bool alive)
 {
@@ -140,19 +121,6 @@ static void print_json(const struct guard_status *st, bool alive)
 	printf("]}\n");
 }
 
-static int read_state(const char *path, struct guard_status *st)
-{
-	int err = guard_state__read(path, st);
-
-	if (err == -ENOENT)
-		elog("no guard state at %s: no guard has run (or use --state-file)", path);
-	else if (err == -EINVAL)
-		elog("%s is not a umtrace guard state file", path);
-	else if (err)
-		elog("cannot read %s: %s", path, strerror(-err));
-	return err;
-}
-
 int cmd_status(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -193,7 +161,7 @@ int cmd_status(int argc, char **argv)
 		elog("out of memory");
 		return 1;
 	}
-	if (read_state(path, st)) {
+	if (guard_state__load(path, st)) {
 		free(st);
 		return 1;
 	}
@@ -204,126 +172,4 @@ int cmd_status(int argc, char **argv)
 		print_text(st, alive);
 	free(st);
 	return alive ? 0 : 1;
-}
-
-static const struct guard_stopped *find_stopped(const struct guard_status *st, uint32_t pid)
-{
-	size_t i;
-
-	for (i = 0; i < st->n_stopped; i++)
-		if (st->stopped[i].pid == pid)
-			return &st->stopped[i];
-	return NULL;
-}
-
-/* Thaw what the guard froze, then SIGCONT: a frozen cgroup holds the
- * signal until it thaws. */
-static int resume_one(uint32_t pid, const struct guard_stopped *s)
-{
-	char st = proc__state((pid_t)pid);
-	bool frozen = s && s->cgroup[0] && cgroup__frozen(s->cgroup);
-	int fd, err;
-
-	if (!st) {
-		elog("resume: no process %u", pid);
-		return -ESRCH;
-	}
-	if (st != 'T' && !frozen) {
-		elog("resume: process %u is not stopped", pid);
-		return -EINVAL;
-	}
-	if (frozen && (err = cgroup__set_frozen(s->cgroup, false))) {
-		elog("resume: cannot thaw %s: %s", s->cgroup, strerror(-err));
-		return err;
-	}
-	fd = pidfd__open((pid_t)pid);
-	err = guard_act__signal(fd, (pid_t)pid, SIGCONT);
-	if (fd >= 0)
-		close(fd);
-	if (err) {
-		elog("resume: cannot send SIGCONT to %u: %s", pid, strerror(-err));
-		return err;
-	}
-	printf("resumed %u%s%s%s\n", pid, s ? " (" : "", s ? s->comm : "", s ? ")" : "");
-	return 0;
-}
-
-static int resume_all(const struct guard_status *st)
-{
-	int failed = 0;
-	size_t i;
-
-	for (i = 0; i < st->n_stopped; i++) {
-		if (!guard_state__still_held(&st->stopped[i]))
-			continue;
-		if (resume_one(st->stopped[i].pid, &st->stopped[i]))
-			failed++;
-	}
-	return failed;
-}
-
-int cmd_resume(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
-		{ "all", no_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *path = GUARD_STATE_DEFAULT;
-	struct guard_status *st;
-	bool all = false, have_state;
-	int opt, failed = 0, i;
-	long pid;
-
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:ah", opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_STATE_FILE:
-			path = optarg;
-			break;
-		case 'a':
-			all = true;
-			break;
-		case 'h':
-			resume_usage(stdout);
-			return 0;
-		default:
-			attach_opts__bad_option("resume", opt, argv);
-			return 2;
-		}
-	}
-	if (all == (optind < argc)) {
-		elog("resume: give PID... or --all");
-		return 2;
-	}
-	for (i = optind; i < argc; i++) {
-		if (parse_long(argv[i], 1, 0x7fffffff, &pid)) {
-			elog("resume: '%s' is not a process id", argv[i]);
-			return 2;
-		}
-	}
-	st = malloc(sizeof(*st));
-	if (!st) {
-		elog("out of memory");
-		return 1;
-	}
-	/* Without a state file single PIDs can still be continued. */
-	have_state = all ? !read_state(path, st) : !guard_state__read(path, st);
-	if (all && !have_state) {
-		free(st);
-		return 1;
-	}
-	if (!have_state)
-		memset(st, 0, sizeof(*st));
-	if (all)
-		failed = resume_all(st);
-	for (i = optind; i < argc; i++) {
-		parse_long(argv[i], 1, 0x7fffffff, &pid);
-		if (resume_one((uint32_t)pid, find_stopped(st, (uint32_t)pid)))
-			failed++;
-	}
-	free(st);
-	return failed ? 1 : 0;
 }

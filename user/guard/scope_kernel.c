@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The guard's scope as the daemon keeps it (the spec itself is
+ * guard/scope.c): the kernel side checks it when it is
+ * about to stop a process (a mode fixed at load, plus a pid map or a
+ * cgroup), the sampled rule when it picks a victim. A comm regex cannot
+ * run in BPF, but its verdict depends on the name alone: the kernel side
+ * keeps a verdict per name, and asks for the names it has none for (at
+ * exec, at a rename, at a decision); the processes running at start are
+ * named here.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "guard/guard.h"
+#include "guard/kernel.h"
+#include "lib/log.h"
+#include "lib/procfs.h"
+
+
+uint32_t guard__scope_kind(const struct guard *g)
+{
+	return g->opt.cfg.scope.spec ? g->opt.cfg.scope.kind : UMT_SCOPE_GPU;
+}
+
+static int set_cgroup(struct guard *g)
+{
+	const char *root = cgroup2__root();
+	char path[4200];
+	int fd, err;
+
+	if (!root) {
+		elog("--scope %s: cgroup v2 is not mounted", g->opt.cfg.scope.spec);
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "%s/%s", root, g->opt.cfg.scope.cgroup);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		elog("--scope %s: cannot open %s: %s", g->opt.cfg.scope.spec, path, strerror(errno));
+		return err;
+	}
+	err = guard_kernel__scope_cgroup(&g->session.probes, fd);
+	close(fd);
+	if (err)
+		elog("--scope %s: %s", g->opt.cfg.scope.spec, strerror(-err));
+	return err;
+}
+
+static int name_verdict(struct guard *g, const char *comm)
+{
+	bool in = guard_scope__match(&g->opt.cfg.scope, 0, comm, NULL);
+
+	return guard_kernel__scope_comm(&g->session.probes, comm, in);
+}
+
+/* The names of the processes already running. */
+static int name_running(struct guard *g)
+{
+	struct dirent *de;
+	char comm[32];
+	int err = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d) {
+		err = -errno;
+		elog("--scope %s: cannot read /proc: %s", g->opt.cfg.scope.spec, strerror(errno));
+		return err;
+	}
+	while (!err && (de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (proc__comm((pid_t)atoi(de->d_name), comm, sizeof(comm)))
+			err = name_verdict(g, comm);
+	}
+	closedir(d);
+	if (err)
+		elog("--scope %s: %s", g->opt.cfg.scope.spec, strerror(-err));
+	return err;
+}
+
+void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r)
+{
+	char comm[TASK_COMM_LEN + 1];
+	int err;
+
+	if (!g->opt.cfg.scope.spec || g->opt.cfg.scope.kind != UMT_SCOPE_COMM)
+		return;
+	memcpy(comm, r->name.comm, TASK_COMM_LEN);
+	comm[TASK_COMM_LEN] = '\0';
+	err = name_verdict(g, comm);
+	if (err)
+		wlog("guard: cannot keep the scope of \"%s\": %s", comm, strerror(-err));
+}
+
+int guard__setup_scope(struct guard *g)
+{
+	size_t i;
+	int err;
+
+	switch (guard__scope_kind(g)) {
+	case UMT_SCOPE_CGROUP:
+		return set_cgroup(g);
+	case UMT_SCOPE_PIDS:
+		for (i = 0; i < g->opt.cfg.scope.n_pids; i++) {
+			err = guard_kernel__scope_pid(&g->session.probes,
+						      (uint32_t)g->opt.cfg.scope.pids[i], true);
+			if (err) {
+				elog("--scope: cannot add pid %d: %s", (int)g->opt.cfg.scope.pids[i],
+				     strerror(-err));
+				return err;
+			}
+		}
+		return 0;
+	case UMT_SCOPE_COMM:
+		return name_running(g);
+	default:
+		return 0;
+	}
+}
+
+bool guard__in_scope(struct guard *g, const struct guard_proc *p)
+{
+	char cg[512];
+
+	if (!g->opt.cfg.scope.spec)
+		return true;	/* the default: the GPU processes it knows */
+	if (proc__cgroup((pid_t)p->pid, cg, sizeof(cg)))
+		return false;
+	return guard_scope__match(&g->opt.cfg.scope, (pid_t)p->pid, p->comm, cg);
+}
+
+bool guard__protected(struct guard *g, const struct guard_proc *p)
+{
+	return guard_protected(&g->opt.cfg, (pid_t)p->pid, p->comm, false);
+}

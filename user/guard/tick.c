@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The guard's sample, every 100 ms near the thresholds and up to 1 s far
+ * from them: re-anchor the kernel's headroom to /proc/meminfo, notice
+ * jobs resumed by an operator or gone, apply the sampled rule
+ * (guard/policy.c) on top of the kernel's decisions, and tell the outside.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include "guard/guard.h"
+#include "guard/kernel.h"
+#include "lib/clock.h"
+#include "lib/procfs.h"
+
+/* The kernel side may be wrong by up to this; log when it is worse. */
+#define ANCHOR_MAX_MS 100
+/* The state file and metrics, at most this often. */
+#define REPORT_MS 1000
+
+/*
+ * The figure the kernel side is anchored to. Pages on the per-CPU free
+ * lists are free yet outside MemFree, and the lists refill from MemFree
+ * in batches up to their high marks: counted page by page, the kernel's
+ * figure would run ahead of MemAvailable by whatever the lists soak up
+ * (130 MiB seen here after a burst). Anchored to metric + in the lists -
+ * their high marks, it can only be below the metric, never above it.
+ */
+int guard__sample_metric(void *ctx, uint64_t *bytes)
+{
+	struct guard *g = ctx;
+	struct pcp_info pcp = {};
+	struct meminfo m;
+	uint64_t v;
+	int err = meminfo__read_host(&m, &g->session.nodes);
+
+	if (err)
+		return err;
+	if (meminfo__read_pcp(&pcp, &g->session.nodes))
+		memset(&pcp, 0, sizeof(pcp));
+	g->sample.t_ms = clock__mono_ms();
+	g->sample.available = m.available;
+	g->sample.free = m.free;
+	g->sample.total = m.total;
+	g->pcp = pcp;
+	v = guard_policy__metric(&g->opt.pol, &g->sample) + pcp.count;
+	*bytes = v > pcp.high ? v - pcp.high : 0;
+	return 0;
+}
+
+static struct guard_candidate *candidates(struct guard *g, size_t *n)
+{
+	struct guard_candidate *c;
+	struct guard_proc **all;
+	size_t i;
+
+	all = guard__procs_sorted(g, n);
+	if (!all)
+		return NULL;
+	c = calloc(*n ? *n : 1, sizeof(*c));
+	if (!c) {
+		free(all);
+		return NULL;
+	}
+	for (i = 0; i < *n; i++) {
+		struct guard_proc *p = all[i];
+		char st = proc__state((pid_t)p->pid);
+
+		c[i].pid = (pid_t)p->pid;
+		c[i].host_bytes = guard_sites__proc_host(g, p->pid);
+		c[i].in_scope = guard__in_scope(g, p);
+		c[i].protected = guard__protected(g, p);
+		c[i].already_stopped = st == 'T' || (p->froze && cgroup__frozen(p->cgroup));
+		c[i].guard_stopped = p->stopped;
+	}
+	free(all);
+	return c;
+}
+
+static int policy_stop(struct guard *g, struct guard_proc *p)
+{
+	if (g->opt.dry_run)
+		return 0;
+	return guard_act__signal(p->pidfd, (pid_t)p->pid, SIGSTOP);
+}
+
+static void apply(struct guard *g, const struct guard_action *a)
+{
+	struct guard_proc *p;
+
+	if (a->kind == GUARD_NONE) {
+		if (a->reason == GUARD_REASON_NO_VICTIM)
+			log__repeat(&g->no_victim, clock__mono_ms(), "guard: %s, but no process "
+				    "in scope may be stopped", a->text);
+		else
+			log__repeat_end(&g->no_victim);
+		return;
+	}
+	log__repeat_end(&g->no_victim);
+	p = guard__proc(g, (uint32_t)a->pid, false);
+	if (!p)
+		return;
+	if (a->kind == GUARD_RESUME) {
+		guard__resume(g, p, "recovered");
+		return;
+	}
+	g->policy_stops++;
+	guard__stopped(g, p, clock__mono_ns(), UMT_GUARD_POLICY, a->text, g->opt.dry_run,
+		       policy_stop(g, p));
+}
+
+/* A job the guard stopped that runs again: resumed by an operator, or gone. */
+static void reconcile(struct guard *g)
+{
+	struct guard_proc **all;
+	size_t i, n;
+
+	all = guard__procs_sorted(g, &n);
+	if (!all)
+		return;
+	for (i = 0; i < n; i++) {
+		struct guard_proc *p = all[i];
+		char st;
+
+		if (!p->stopped || p->dry)
+			continue;
+		st = proc__state((pid_t)p->pid);
+		if (!st) {
+			guard__proc_drop(g, p);
+			continue;
+		}
+		if (st == 'T' || (p->froze && cgroup__frozen(p->cgroup)))
+			continue;
+		slog("guard: resumed pid=%u comm=\"%s\" by=operator", p->pid, p->comm);
+		p->stopped = p->froze = false;
+		g->resumes++;
+	}
+	free(all);
+}
+
+/* How far the kernel's headroom had drifted from /proc/meminfo. */
+static void note_error(struct guard *g, int64_t error)
+{
+	uint64_t mag = error < 0 ? (uint64_t)-error : (uint64_t)error;
+
+	if (mag > g->error_max)
+		g->error_max = mag;
+	g->error_sum += mag;
+	g->error_n++;
+}
+
+static void reap_children(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+void guard__tick(void *ctx)
+{
+	struct guard *g = ctx;
+	struct guard_candidate *c;
+	struct guard_action a;
+	uint64_t t0 = clock__mono_ms();
+	int64_t error;
+	size_t n = 0;
+	int err;
+
+	err = guard_kernel__anchor(&g->session.probes, guard__sample_metric, g, &error);
+	if (err) {
+		log__repeat(&g->no_meminfo, t0, "guard: cannot read /proc/meminfo: %s",
+			    strerror(-err));
+		return;
+	}
+	log__repeat_end(&g->no_meminfo);
+	note_error(g, error);
+	if (clock__mono_ms() - t0 > ANCHOR_MAX_MS)
+		log__repeat(&g->slow_meminfo, t0, "guard: reading /proc/meminfo took %llu ms",
+			    (unsigned long long)(clock__mono_ms() - t0));
+	else
+		log__repeat_end(&g->slow_meminfo);
+	g->samples++;
+	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
+	reap_children();
+	reconcile(g);
+	c = candidates(g, &n);
+	a = guard_policy__decide(&g->opt.pol, &g->pstate, &g->sample, c, c ? n : 0);
+	free(c);
+	apply(g, &a);
+	g->session.tick_ms = guard_policy__next_interval_ms(&g->opt.pol, &g->pstate);
+	guard_flight__sample(g);
+	/* Libraries found by the rescan bring new links. */
+	if (guard_pins__sync(&g->pins, &g->session.probes))
+		log__repeat(&g->no_pin, t0, "guard: cannot pin the probes of a new libcuda");
+	else
+		log__repeat_end(&g->no_pin);
+	if (t0 >= g->next_write_ms) {
+		guard__write_report(g);
+		g->next_write_ms = t0 + REPORT_MS;
+	}
+}
