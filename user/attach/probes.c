@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "lib/page.h"
 #include "model/cuda_api.h"
 #include "attach/elf_syms.h"
 #include "lib/log.h"
@@ -80,7 +81,7 @@ int probes__check_env(void)
 
 static uint64_t ringbuf_size(uint64_t want)
 {
-	uint64_t sz = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t sz = page__size();
 
 	while (sz < want && sz < (1ULL << 30))
 		sz <<= 1;
@@ -106,10 +107,9 @@ static bool kernel_has_tracepoint(const char *name)
 static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 {
 	uint32_t i;
-	long ps = sysconf(_SC_PAGESIZE);
 	int cpus = libbpf_num_possible_cpus();
 
-	skel->rodata->page_shift = (uint32_t)__builtin_ctzl(ps > 0 ? ps : 4096);
+	skel->rodata->page_shift = page__shift();
 	if (!g)
 		return;
 	skel->rodata->guard_on = g->on;

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "lib/clock.h"
 #include "attach/caps.h"
 #include "lib/log.h"
 #include "attach/session.h"
@@ -38,14 +39,6 @@ void session__init(struct session *s, struct attach_opts *ao, char **cmd,
 	s->ctx = ctx;
 	s->tick_ms = 1000;
 	s->poll_ms = 100;
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -430,7 +423,7 @@ static void rescan(struct session *s)
  */
 static int poll_timeout(const struct session *s, uint64_t next_tick)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = clock__mono_ms();
 
 	if (next_tick <= now)
 		return 0;
@@ -439,7 +432,7 @@ static int poll_timeout(const struct session *s, uint64_t next_tick)
 
 int session__run(struct session *s)
 {
-	uint64_t start = mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
+	uint64_t start = clock__mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
 	int err;
 
 	next_scan = rescans(s) ? start + s->ao->rescan_ms : UINT64_MAX;
@@ -452,7 +445,7 @@ int session__run(struct session *s)
 			elog("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
-		now = mono_ms();
+		now = clock__mono_ms();
 		if (now >= next_tick) {
 			report_drops(s);
 			if (s->ops->on_tick)

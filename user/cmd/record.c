@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/clock.h"
 #include "attach/opts.h"
 #include "stacks/callstack.h"
 #include "cmd/commands.h"
@@ -160,14 +161,6 @@ static int parse_args(struct record *rc, int argc, char **argv)
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* A full disk or a dead one: say it once, and keep the file as it is. */
 static void check(struct record *rc, int err)
 {
@@ -189,7 +182,7 @@ static void sample(struct record *rc)
 
 static void maybe_sample(struct record *rc)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = clock__mono_ns();
 
 	if (now < rc->next_sample_ns)
 		return;
@@ -279,7 +272,7 @@ static int open_output(struct record *rc)
 	rc->info.platform_driver = pm.decided;
 	rc->info.sample_interval_ms = (uint32_t)rc->interval_ms;
 	check(rc, recording_writer__set_info(rc->w, &rc->info));
-	rc->next_sample_ns = mono_ns();
+	rc->next_sample_ns = clock__mono_ns();
 	maybe_sample(rc);
 	return 0;
 }

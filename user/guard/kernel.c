@@ -4,18 +4,12 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "lib/page.h"
 #include "guard/kernel.h"
 #include "umtrace.skel.h"
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
-
-static uint64_t page_size(void)
-{
-	long ps = sysconf(_SC_PAGESIZE);
-
-	return ps > 0 ? (uint64_t)ps : 4096;
-}
 
 int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *bytes),
 			 void *ctx, int64_t *error)
@@ -31,28 +25,28 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 		return err;
 	after = READ_ONCE(bss->guard_net);
 	estimate = (READ_ONCE(bss->guard_anchor) - before - (after - before) / 2) *
-		   (int64_t)page_size();
+		   (int64_t)page__size();
 	*error = READ_ONCE(bss->guard_armed) ? estimate - (int64_t)bytes : 0;
 	/*
 	 * One 64-bit store: the kernel never sees an anchor from one sample
 	 * and a net count from another.
 	 */
 	WRITE_ONCE(bss->guard_anchor,
-		   (int64_t)(bytes / page_size()) + before + (after - before) / 2);
+		   (int64_t)(bytes / page__size()) + before + (after - before) / 2);
 	WRITE_ONCE(bss->guard_armed, true);
 	return 0;
 }
 
 void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low)
 {
-	WRITE_ONCE(p->skel->bss->guard_floor, (int64_t)(floor / page_size()));
-	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page_size()));
+	WRITE_ONCE(p->skel->bss->guard_floor, (int64_t)(floor / page__size()));
+	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page__size()));
 }
 
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
 {
 	const struct umtrace_bpf__bss *bss = p->skel->bss;
-	int64_t ps = (int64_t)page_size();
+	int64_t ps = (int64_t)page__size();
 
 	st->reserved = READ_ONCE(bss->guard_reserved) * ps;
 	st->headroom = (READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net) -

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/page.h"
 #include "lib/meminfo.h"
 #include "lib/numa.h"
 #include "lib/procfs.h"
@@ -165,7 +166,7 @@ int meminfo__read_pcp(struct pcp_info *p, const struct numa_nodes *nodes)
 	buf = proc__read_file("/proc/zoneinfo", &len);
 	if (!buf)
 		return -errno;
-	err = meminfo__parse_pcp(buf, (uint64_t)sysconf(_SC_PAGESIZE), nodes, p);
+	err = meminfo__parse_pcp(buf, page__size(), nodes, p);
 	free(buf);
 	return err;
 }
