@@ -18,8 +18,9 @@
 #include <zlib.h>
 #include "check.h"
 #include "export/export.h"
-#include "stacks/stackset.h"
 #include "export/timeline.h"
+#include "lib/json.h"
+#include "stacks/stackset.h"
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)
@@ -95,6 +96,26 @@ static char *run_export(int (*fn)(const struct stackset *, enum stack_metric, FI
 static int svg_default(const struct stackset *s, enum stack_metric m, FILE *f)
 {
 	return export_svg(s, m, NULL, f);
+}
+
+/* Both escapers: bytes as ASCII for comms, UTF-8 kept for clean names. */
+static void test_json_strings(void)
+{
+	static const char in[] = "a\"b\\c\t\x7f\xc3\xa9";
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	if (!CHECK(f, "memstream", "no memory"))
+		return;
+	json__string(f, in);
+	fputc(' ', f);
+	json__utf8_string(f, in);
+	fclose(f);
+	CHECK(buf && !strcmp(buf, "\"a\\\"b\\\\c\\u0009\\u007f\\u00c3\\u00a9\" "
+			     "\"a\\\"b\\\\c\\u0009\\u007f\xc3\xa9\""),
+	      "escaped", "got %s", buf);
+	free(buf);
 }
 
 static void test_folded_exact(void)
@@ -825,6 +846,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [--write DIR]\n", argv[0]);
 		return 2;
 	}
+	RUN_SUBTEST(test_json_strings);
 	RUN_SUBTEST(test_folded_exact);
 	RUN_SUBTEST(test_write_errors);
 	RUN_SUBTEST(test_pprof_decodes);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "export/summary_out.h"
 #include "model/cuda_api.h"
 #include "model/summary.h"
 
@@ -172,6 +173,63 @@ static void test_exit_releases(void)
 	summary__free(&s);
 }
 
+/* What f wrote, as a string to compare; NULL if out of memory. */
+static char *written(void (*fn)(const struct summary *, FILE *), const struct summary *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	fn(s, f);
+	fclose(f);
+	return buf;
+}
+
+/* The table and JSON lines of trace's end, byte for byte. */
+static void test_written_out(void)
+{
+	struct umt_proc_exit_rec ex = { .type = UMT_REC_PROC_EXIT, .pid = 8 };
+	struct summary s;
+	struct umt_call_rec r;
+	char *text, *json;
+
+	summary__init(&s, 4096);
+	r = rec(8, UMT_API_MEM_ALLOC_V2, 0x1000, 1 << 20, 256);
+	strcpy(r.pcomm, "a\"b");
+	summary__consume(&s, &r);
+	r = rec(9, UMT_API_MEM_ALLOC_V2, 0x1000, 3ULL << 30, 1000);
+	r.device_pages = 4;
+	summary__consume(&s, &r);
+	summary__proc_exit(&s, &ex);
+	text = written(export_summary_text, &s);
+	json = written(export_summary_json, &s);
+	CHECK(text && !strcmp(text,
+		"\n"
+		"PID     COMM            API                            CALLS FAILED     SIZE    HOST+    HOST- UNFREED HOSTHELD  ATEXIT\n"
+		"8       a\"b             cuMemAlloc_v2                      1      0     1.0M     1.0M       0B       0       0B       1\n"
+		"9       job             cuMemAlloc_v2                      1      0     3.0G     3.9M       0B       1     3.9M       0\n"
+		"1 allocations unfreed: 3.0G requested, 3.9M of host memory taken by them\n"
+		"1 allocations never freed were released when their process exited (1.0M of host memory)\n"
+		"16K taken from NUMA nodes that are not host RAM (not in HOST+)\n"),
+	      "text", "got:\n%s", text);
+	CHECK(json && !strcmp(json,
+		"{\"event\":\"summary\",\"pid\":8,\"comm\":\"a\\\"b\",\"api\":\"cuMemAlloc_v2\",\"calls\":1,"
+		"\"failed\":0,\"died_in_call\":0,\"size\":1048576,\"host_bytes\":1048576,"
+		"\"host_freed_bytes\":0,\"unfreed\":0,\"unfreed_size\":0,\"unfreed_host_bytes\":0,"
+		"\"freed_at_exit\":1,\"freed_at_exit_host_bytes\":1048576,\"device_node_bytes\":0}\n"
+		"{\"event\":\"summary\",\"pid\":9,\"comm\":\"job\",\"api\":\"cuMemAlloc_v2\",\"calls\":1,"
+		"\"failed\":0,\"died_in_call\":0,\"size\":3221225472,\"host_bytes\":4096000,"
+		"\"host_freed_bytes\":0,\"unfreed\":1,\"unfreed_size\":3221225472,"
+		"\"unfreed_host_bytes\":4096000,\"freed_at_exit\":0,\"freed_at_exit_host_bytes\":0,"
+		"\"device_node_bytes\":16384}\n"),
+	      "json", "got:\n%s", json);
+	free(text);
+	free(json);
+	summary__free(&s);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_exit_releases);
@@ -179,5 +237,6 @@ int main(void)
 	RUN_SUBTEST(test_failed_and_died);
 	RUN_SUBTEST(test_vmm_spaces);
 	RUN_SUBTEST(test_managed_freed_by_memfree);
+	RUN_SUBTEST(test_written_out);
 	return CHECK_EXIT();
 }

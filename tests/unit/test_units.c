@@ -78,11 +78,26 @@ static void test_fmt_bytes(void)
 	CHECK(strlen(fmt_bytes(~0ULL, b, 4)) == 3, "short buffer", "got %s", b);
 }
 
+/* The SVG files' style: units spelled out, always one decimal. */
+static void test_fmt_bytes_iec(void)
+{
+	char b[16];
+
+	CHECK(!strcmp(fmt_bytes_iec(0, b, sizeof(b)), "0 B"), "0", "got %s", b);
+	CHECK(!strcmp(fmt_bytes_iec(512, b, sizeof(b)), "512 B"), "512", "got %s", b);
+	CHECK(!strcmp(fmt_bytes_iec(4096, b, sizeof(b)), "4.0 KiB"), "4K", "got %s", b);
+	CHECK(!strcmp(fmt_bytes_iec(64ULL << 20, b, sizeof(b)), "64.0 MiB"), "64M", "got %s", b);
+	CHECK(!strcmp(fmt_bytes_iec(1536ULL << 20, b, sizeof(b)), "1.5 GiB"), "1.5G", "got %s", b);
+	CHECK(!strcmp(fmt_bytes_iec(~0ULL, b, sizeof(b)), "16.0 EiB"), "max", "got %s", b);
+	CHECK(strlen(fmt_bytes_iec(~0ULL, b, 4)) == 3, "short buffer", "got %s", b);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_parse_size);
 	RUN_SUBTEST(test_parse_long);
 	RUN_SUBTEST(test_parse_duration);
 	RUN_SUBTEST(test_fmt_bytes);
+	RUN_SUBTEST(test_fmt_bytes_iec);
 	return CHECK_EXIT();
 }

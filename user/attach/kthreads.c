@@ -4,9 +4,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "attach/kthreads.h"
-#include "export/output.h"
 #include "lib/procfs.h"
-#include "lib/units.h"
 
 /* Enough for a host's kernel threads; the map holds 4096 rows. */
 #define KTHREADS_MAX 4096
@@ -66,37 +64,4 @@ struct kthread_row *kthreads__read(const struct probes *p, uint64_t page_size,
 	qsort(rows, k, sizeof(*rows), by_bytes);
 	*n = k;
 	return rows;
-}
-
-void kthreads__print(FILE *f, const struct kthread_row *rows, size_t n, size_t max)
-{
-	char b[16], who[40];
-	size_t i;
-
-	if (!n)
-		return;
-	fprintf(f, "\n%-7s %-16s %9s  %s\n", "PID", "KERNEL THREAD", "TAKEN", "FOR");
-	for (i = 0; i < n && i < max; i++) {
-		if (rows[i].tgid)
-			snprintf(who, sizeof(who), "%u %s", rows[i].tgid,
-				 rows[i].for_comm[0] ? rows[i].for_comm : "(exited)");
-		else
-			snprintf(who, sizeof(who), "-");
-		fprintf(f, "%-7u %-16.16s %9s  %s\n", rows[i].pid, rows[i].comm,
-			fmt_bytes(rows[i].bytes, b, sizeof(b)), who);
-	}
-}
-
-void kthreads__print_json(FILE *f, const struct kthread_row *rows, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		fprintf(f, "{\"event\":\"kernel_thread\",\"pid\":%u,\"comm\":", rows[i].pid);
-		output__json_string(f, rows[i].comm);
-		fprintf(f, ",\"host_bytes\":%llu,\"for_pid\":%u,\"for_comm\":",
-			(unsigned long long)rows[i].bytes, rows[i].tgid);
-		output__json_string(f, rows[i].for_comm);
-		fputs("}\n", f);
-	}
 }

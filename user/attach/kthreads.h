@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Host pages taken by kernel threads (bpf/kthreads.bpf.h), by thread and
- * by the process the kernel said they were for.
+ * by the process the kernel said they were for: read here, written out by
+ * export/kthreads_out.h.
  */
 #ifndef UMTRACE_KTHREADS_H
 #define UMTRACE_KTHREADS_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include "attach/probes.h"
 
 struct kthread_row {
@@ -24,9 +25,5 @@ struct kthread_row {
  */
 struct kthread_row *kthreads__read(const struct probes *p, uint64_t page_size,
 				   size_t *n, int *err);
-/* At most max rows, as a table under a heading; nothing when n is 0. */
-void kthreads__print(FILE *f, const struct kthread_row *rows, size_t n, size_t max);
-/* One JSON line a row: {"event":"kernel_thread",...}. */
-void kthreads__print_json(FILE *f, const struct kthread_row *rows, size_t n);
 
 #endif /* UMTRACE_KTHREADS_H */

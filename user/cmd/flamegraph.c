@@ -14,7 +14,6 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "attach/opts.h"
 #include "cmd/commands.h"
 #include "model/cuda_api.h"
@@ -22,6 +21,7 @@
 #include "export/flame_build.h"
 #include "lib/log.h"
 #include "lib/out_file.h"
+#include "lib/page.h"
 #include "rec/replay.h"
 #include "stacks/stackset.h"
 
@@ -450,7 +450,7 @@ int cmd_flamegraph(int argc, char **argv)
 		attach_opts__free(&fg.ao);
 		return err > 0 ? 0 : 2;
 	}
-	replay_view__init(&fg.rv, (uint64_t)sysconf(_SC_PAGESIZE));
+	replay_view__init(&fg.rv, page__size());
 	code = run(&fg);
 	stackset__free(fg.set);
 	tdestroy(fg.sums, free);

@@ -11,21 +11,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include "attach/opts.h"
-#include "model/callsites.h"
-#include "stacks/callstack.h"
-#include "cmd/commands.h"
-#include "model/cuda_api.h"
 #include "attach/kthreads.h"
+#include "attach/opts.h"
+#include "attach/session.h"
+#include "cmd/commands.h"
+#include "export/kthreads_out.h"
+#include "lib/json.h"
 #include "lib/log.h"
-#include "export/output.h"
+#include "lib/page.h"
+#include "lib/units.h"
+#include "model/callsites.h"
+#include "model/cuda_api.h"
+#include "model/summary.h"
 #include "rec/recording.h"
 #include "rec/replay.h"
-#include "attach/session.h"
-#include "model/summary.h"
+#include "stacks/callstack.h"
 #include "stacks/symbolize.h"
-#include "lib/units.h"
 #include "stacks/unwind.h"
 
 #define MAX_STOPS 10000		/* guard stops kept from a recording */
@@ -260,7 +261,7 @@ static void print_site_json(const struct report *rp, const struct callsite *c,
 
 	printf("{\"event\":\"callsite\",\"rank\":%zu,\"api\":\"%s\",\"comm\":", rank,
 	       cuda_api__name(c->api));
-	output__json_string(stdout, c->comm);
+	json__string(stdout, c->comm);
 	printf(",\"pids\":[");
 	for (i = 0; i < c->n_pids; i++)
 		printf("%s%u", i ? "," : "", c->pids[i]);
@@ -278,7 +279,7 @@ static void print_site_json(const struct report *rp, const struct callsite *c,
 	for (i = 0; i < c->n_frames; i++) {
 		if (i)
 			putchar(',');
-		output__json_string(stdout, c->frames[i]);
+		json__string(stdout, c->frames[i]);
 	}
 	puts("]}");
 }
@@ -292,11 +293,11 @@ static void print_recording_json(const struct report *rp)
 	size_t i;
 
 	printf("{\"event\":\"recording\",\"file\":");
-	output__json_string(stdout, rp->file);
+	json__string(stdout, rp->file);
 	printf(",\"version\":%u,\"hostname\":", h->version);
-	output__json_string(stdout, h->hostname);
+	json__string(stdout, h->hostname);
 	printf(",\"kernel\":");
-	output__json_string(stdout, h->release);
+	json__string(stdout, h->release);
 	printf(",\"page_size\":%u,\"start_realtime_ns\":%llu,\"start_mono_ns\":%llu,"
 	       "\"chunks\":%llu,\"bytes\":%llu,\"file_bytes\":%llu,\"lost_bytes\":%llu,"
 	       "\"lost_chunks\":%llu,\"complete\":%s,\"calls\":%llu,\"exits\":%llu,"
@@ -315,13 +316,13 @@ static void print_recording_json(const struct report *rp)
 
 		printf("{\"event\":\"stop\",\"ts_ns\":%llu,\"pid\":%u,\"comm\":",
 		       (unsigned long long)s->ts_ns, s->pid);
-		output__json_string(stdout, s->comm);
+		json__string(stdout, s->comm);
 		printf(",\"reason\":%u,\"reason_text\":", s->reason);
-		output__json_string(stdout, s->reason_text);
+		json__string(stdout, s->reason_text);
 		printf(",\"mem_available\":%llu,\"gpu_host_bytes\":%llu,\"site\":",
 		       (unsigned long long)s->mem_available,
 		       (unsigned long long)s->gpu_host_bytes);
-		output__json_string(stdout, s->site);
+		json__string(stdout, s->site);
 		puts("}");
 	}
 }
@@ -461,9 +462,9 @@ static void print_kthreads(struct report *rp)
 	if (err)
 		wlog("cannot read the kernel threads' pages: %s", strerror(-err));
 	if (rp->json)
-		kthreads__print_json(stdout, rows, n);
+		export_kthreads_json(rows, n, stdout);
 	else
-		kthreads__print(stdout, rows, n, SIZE_MAX);
+		export_kthreads_text(rows, n, SIZE_MAX, stdout);
 	fflush(stdout);
 	free(rows);
 }
@@ -511,7 +512,7 @@ int cmd_report(int argc, char **argv)
 		attach_opts__free(&rp.ao);
 		return err > 0 ? 0 : 2;
 	}
-	replay_view__init(&rp.view, (uint64_t)sysconf(_SC_PAGESIZE));
+	replay_view__init(&rp.view, page__size());
 	code = rp.file ? report_file(&rp) : report_live(&rp);
 	replay_view__free(&rp.view);
 	free(rp.rec.stops);

@@ -19,7 +19,7 @@
 #include "lib/log.h"
 #include "lib/procfs.h"
 #include "lib/units.h"
-#include "export/output.h"
+#include "lib/json.h"
 
 enum { OPT_STATE_FILE = 0x100 };
 
@@ -112,10 +112,10 @@ static void print_json(const struct guard_status *st, bool alive)
 		const struct guard_stopped *s = &st->stopped[i];
 
 		printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", s->pid);
-		output__json_string(stdout, s->comm);
+		json__string(stdout, s->comm);
 		printf(",\"action\":\"%s\",\"reason\":\"%s\",\"since\":%lld,\"cgroup\":",
 		       s->action, s->reason, (long long)s->when);
-		output__json_string(stdout, s->cgroup);
+		json__string(stdout, s->cgroup);
 		printf(",\"still_stopped\":%s}", guard_state__still_held(s) ? "true" : "false");
 	}
 	printf("]}\n");

@@ -17,7 +17,6 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "attach/opts.h"
 #include "cmd/commands.h"
 #include "model/cuda_api.h"
@@ -25,6 +24,7 @@
 #include "lib/log.h"
 #include "model/platform.h"
 #include "lib/out_file.h"
+#include "lib/page.h"
 #include "rec/replay.h"
 #include "export/timeline.h"
 #include "lib/units.h"
@@ -398,7 +398,7 @@ int cmd_timeline(int argc, char **argv)
 		attach_opts__free(&c.ao);
 		return err > 0 ? 0 : 2;
 	}
-	replay_view__init(&c.rv, (uint64_t)sysconf(_SC_PAGESIZE));
+	replay_view__init(&c.rv, page__size());
 	timeline__init(&c.t);
 	code = run(&c);
 	timeline__free(&c.t);

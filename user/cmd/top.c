@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,19 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
-#include "attach/opts.h"
-#include "guard/state.h"
 #include "attach/kthreads.h"
+#include "attach/opts.h"
+#include "attach/session.h"
 #include "cmd/commands.h"
+#include "export/kthreads_out.h"
+#include "guard/state.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"
-#include "attach/session.h"
-#include "model/summary.h"
+#include "lib/page.h"
+#include "lib/pid_table.h"
 #include "lib/units.h"
+#include "model/summary.h"
 
 #define GROWTH_SAMPLES 61	/* one minute of 1 s samples, both ends */
 #define MAX_ROWS 200
@@ -31,11 +36,12 @@ enum top_sort { SORT_HOST, SORT_GPU, SORT_GROWTH, SORT_PID };
 
 /* held_host of one process over the last samples, for its growth rate. */
 struct growth {
-	uint32_t pid;
+	uint32_t pid;		/* first: the row's key in the pid_table */
 	uint64_t t_ms[GROWTH_SAMPLES];
 	uint64_t held[GROWTH_SAMPLES];
 	unsigned int n, head;
 };
+_Static_assert(offsetof(struct growth, pid) == 0, "a pid_table row starts with its pid");
 
 struct top {
 	struct attach_opts ao;
@@ -44,8 +50,7 @@ struct top {
 	bool once, batch;
 	struct session session;
 	struct summary summary;
-	struct growth *growth;
-	size_t n_growth, cap_growth;
+	struct pid_table growth;	/* of struct growth */
 	struct termios saved_tty;
 	bool tty_raw;
 	unsigned int ticks;
@@ -172,35 +177,6 @@ static int parse_args(struct top *t, int argc, char **argv)
 	if (t->once || !isatty(STDOUT_FILENO))
 		t->batch = true;
 	return 0;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct growth *growth_of(struct top *t, uint32_t pid)
-{
-	size_t i;
-
-	for (i = 0; i < t->n_growth; i++)
-		if (t->growth[i].pid == pid)
-			return &t->growth[i];
-	if (t->n_growth == t->cap_growth) {
-		size_t cap = t->cap_growth ? t->cap_growth * 2 : 16;
-		struct growth *v = realloc(t->growth, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		t->growth = v;
-		t->cap_growth = cap;
-	}
-	memset(&t->growth[t->n_growth], 0, sizeof(t->growth[0]));
-	t->growth[t->n_growth].pid = pid;
-	return &t->growth[t->n_growth++];
 }
 
 /* Record held_host now; return the rate over the samples kept. */
@@ -345,7 +321,7 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 	struct summary_proc *procs;
 	struct top_row *rows;
 	size_t i, np, k = 0;
-	uint64_t ms = now_ms();
+	uint64_t ms = clock__mono_ms();
 
 	procs = summary__procs(&t->summary, &np);
 	if (!procs)
@@ -363,7 +339,7 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 	free(procs);
 	add_managed(t, rows, k);
 	for (i = 0; rows && i < k; i++) {
-		struct growth *g = growth_of(t, rows[i].p.pid);
+		struct growth *g = pid_table__get(&t->growth, rows[i].p.pid);
 
 		/* Managed memory holds what it was seen to take (platform.c). */
 		rows[i].holds += rows[i].managed;
@@ -384,7 +360,7 @@ static void kthread_rows(struct top *t, FILE *f)
 	int err;
 
 	rows = kthreads__read(&t->session.probes, t->summary.page_size, &n, &err);
-	kthreads__print(f, rows, n, MAX_KTHREAD_ROWS);
+	export_kthreads_text(rows, n, MAX_KTHREAD_ROWS, f);
 	free(rows);
 }
 
@@ -531,12 +507,13 @@ int cmd_top(int argc, char **argv)
 	int err, code;
 
 	memset(&t, 0, sizeof(t));
+	pid_table__init(&t.growth, sizeof(struct growth));
 	err = parse_args(&t, argc, argv);
 	if (err) {
 		attach_opts__free(&t.ao);
 		return err > 0 ? 0 : 2;
 	}
-	summary__init(&t.summary, (uint64_t)sysconf(_SC_PAGESIZE));
+	summary__init(&t.summary, page__size());
 	t.summary.forget_exited = true;	/* runs for days: jobs come and go */
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
@@ -555,7 +532,7 @@ int cmd_top(int argc, char **argv)
 	code = session__exit_code(&t.session, err);
 	session__close(&t.session);
 	summary__free(&t.summary);
-	free(t.growth);
+	pid_table__free(&t.growth);
 	free(t.guard);
 	attach_opts__free(&t.ao);
 	return code;

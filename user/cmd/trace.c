@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "attach/opts.h"
-#include "cmd/commands.h"
-#include "lib/log.h"
-#include "export/output.h"
 #include "attach/proc_pages.h"
 #include "attach/session.h"
+#include "cmd/commands.h"
+#include "export/output.h"
+#include "export/proc_pages_out.h"
+#include "export/summary_out.h"
+#include "lib/json.h"
+#include "lib/log.h"
 #include "model/summary.h"
 
 struct trace {
@@ -90,7 +93,7 @@ static void on_proc_exit(void *ctx, const struct umt_proc_exit_rec *r)
 	if (t->json) {
 		printf("{\"ts_ns\":%llu,\"event\":\"exit\",\"pid\":%u,\"comm\":",
 		       (unsigned long long)r->ts_ns, r->pid);
-		output__json_string(stdout, r->comm);
+		json__string(stdout, r->comm);
 		fputs("}\n", stdout);
 	}
 	summary__proc_exit(&t->summary, r);
@@ -111,12 +114,25 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 	summary__consume(&t->summary, r);
 }
 
+/* Without libcuda: the processes whose page counts moved since the last tick. */
+static void pages_changes(struct trace *t)
+{
+	const struct proc_pages_row *rows;
+	size_t n;
+
+	if (proc_pages__refresh(&t->pages, PROC_PAGES_BY_CHANGE))
+		return;
+	rows = proc_pages__rows(&t->pages, &n);
+	export_proc_pages_changes(rows, n, &t->clock, t->json, stdout);
+	proc_pages__mark(&t->pages);
+}
+
 static void on_tick(void *ctx)
 {
 	struct trace *t = ctx;
 
 	if (t->session.pages_mode)
-		proc_pages__report(&t->pages, stdout, t->json, &t->clock);
+		pages_changes(t);
 	fflush(stdout);
 }
 
@@ -126,15 +142,27 @@ static const struct session_ops trace_ops = {
 	.on_tick = on_tick,
 };
 
+/* Without libcuda: the processes that took the most pages since the start. */
+static void pages_totals(struct trace *t)
+{
+	const struct proc_pages_row *rows;
+	size_t n;
+
+	if (proc_pages__refresh(&t->pages, PROC_PAGES_BY_TOTAL))
+		return;
+	rows = proc_pages__rows(&t->pages, &n);
+	export_proc_pages_totals(rows, n, &t->clock, t->json, stdout);
+}
+
 static void print_summary(struct trace *t)
 {
 	struct probe_stats st;
 
 	session__stats(&t->session, &st);
 	if (t->session.pages_mode)
-		proc_pages__summary(&t->pages, stdout, t->json, &t->clock);
+		pages_totals(t);
 	if (t->json) {
-		summary__print_json(&t->summary, stdout);
+		export_summary_json(&t->summary, stdout);
 		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
 		       "\"unmatched_frees\":%llu,\"unfreed\":%zu,"
 		       "\"unfreed_host_bytes\":%llu,\"exits\":%llu,"
@@ -152,7 +180,7 @@ static void print_summary(struct trace *t)
 		       (unsigned long long)(t->summary.table.refused + t->summary.rows_refused +
 					    t->summary.procs_refused));
 	} else if (!t->session.pages_mode || t->summary.records) {
-		summary__print_text(&t->summary, stdout);
+		export_summary_text(&t->summary, stdout);
 		printf("%llu GPU calls traced, %llu records lost to a full ring buffer\n",
 		       (unsigned long long)t->summary.records,
 		       (unsigned long long)st.rec_dropped);

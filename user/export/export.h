@@ -11,8 +11,8 @@
  * testing ferror() at the end; out is not closed. On error the output is
  * incomplete and should be removed by the caller.
  *
- * One file each: export_folded.c, export_svg.c, export_pprof.c,
- * export_speedscope.c, export_timeline.c.
+ * One file each in user/export/: folded.c, svg.c, pprof.c, speedscope.c,
+ * timeline_svg.c (the timeline it draws is built in timeline.c).
  */
 #ifndef UMTRACE_EXPORT_H
 #define UMTRACE_EXPORT_H
@@ -90,12 +90,10 @@ int export_speedscope(const struct stackset *s, enum stack_metric m, FILE *out);
 int export_timeline(const struct timeline *t, FILE *out);
 
 /*
- * Shared by the SVG writers (export_svg.c defines them).
- * export__fmt_bytes: 1536 MiB -> "1.5 GiB", 512 -> "512 B"; always
- * terminated. export__xml_puts: s with & < > " ' escaped (s is clean text,
- * see text__clean()).
+ * Shared by the SVG writers (svg.c defines it): s with & < > " ' escaped
+ * (s is clean text, see text__clean()). Their sizes are fmt_bytes_iec()'s
+ * (lib/units.h).
  */
-const char *export__fmt_bytes(uint64_t bytes, char *buf, size_t len);
 void export__xml_puts(FILE *out, const char *s);
 
 /*

@@ -1,22 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <time.h>
-#include <unistd.h>
-#include "model/cuda_api.h"
 #include "export/output.h"
+#include "lib/clock.h"
+#include "lib/json.h"
+#include "lib/page.h"
 #include "lib/units.h"
-
-static int64_t clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "model/cuda_api.h"
 
 void output__clock_init(struct output_clock *c)
 {
-	c->realtime_minus_mono_ns = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-	c->page_size = (uint64_t)sysconf(_SC_PAGESIZE);
+	c->realtime_minus_mono_ns = (int64_t)clock__ns_of(CLOCK_REALTIME) -
+				    (int64_t)clock__mono_ns();
+	c->page_size = page__size();
 }
 
 const char *output__end_name(uint32_t end)
@@ -68,22 +63,6 @@ void output__call_text(FILE *f, const struct output_clock *c,
 		fmt_bytes(r->pages_freed * c->page_size, hf, sizeof(hf)));
 }
 
-void output__json_string(FILE *f, const char *s)
-{
-	const unsigned char *p;
-
-	fputc('"', f);
-	for (p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 static void json_stack(FILE *f, const struct umt_call_rec *r)
 {
 	unsigned int i, n = r->stack_len / sizeof(r->stack[0]);
@@ -105,10 +84,10 @@ void output__call_json(FILE *f, const struct output_clock *c,
 	fprintf(f, "{\"ts_ns\":%llu,\"event\":\"%s\",\"api\":\"%s\",\"pid\":%u,"
 		"\"tid\":%u,\"comm\":", (unsigned long long)r->ts_ns,
 		r->is_free ? "free" : "alloc", cuda_api__name(r->api), r->pid, r->tid);
-	output__json_string(f, comm);
+	json__string(f, comm);
 	snprintf(comm, sizeof(comm), "%.*s", TASK_COMM_LEN, r->pcomm);
 	fputs(",\"pcomm\":", f);
-	output__json_string(f, comm);
+	json__string(f, comm);
 	fprintf(f, ",\"size\":%llu,\"flags\":%llu,\"handle\":%llu,\"aux\":%llu,"
 		"\"ret\":%d,\"end\":\"%s\",\"duration_ns\":%llu,\"host_bytes\":%llu,"
 		"\"host_freed_bytes\":%llu,\"faulted_bytes\":%llu,\"device_node_bytes\":%llu",

@@ -19,7 +19,6 @@ void output__call_text(FILE *f, const struct output_clock *c,
 		       const struct umt_call_rec *r);
 void output__call_json(FILE *f, const struct output_clock *c,
 		       const struct umt_call_rec *r);
-void output__json_string(FILE *f, const char *s);
 const char *output__end_name(uint32_t end);
 
 #endif /* UMTRACE_OUTPUT_H */

@@ -6,33 +6,18 @@
  *
  * Strings: a stackset's names are valid UTF-8 without control characters
  * (text__clean()), so escaping '"' and '\' would do; control characters
- * are still written as \u00XX should one ever get here.
+ * are still written as \u00XX should one ever get here (json__utf8_string()).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include "export/export.h"
+#include "lib/json.h"
 
 #ifndef UMTRACE_VERSION
 #define UMTRACE_VERSION "unknown"
 #endif
 
 #define NO_INDEX UINT32_MAX
-
-static void json_puts(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(out, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(out, "\\u%04x", c);
-		else
-			fputc(c, out);
-	}
-	fputc('"', out);
-}
 
 int export_speedscope(const struct stackset *s, enum stack_metric m, FILE *out)
 {
@@ -78,7 +63,7 @@ int export_speedscope(const struct stackset *s, enum stack_metric m, FILE *out)
 	fputs("\"activeProfileIndex\":0,\n\"shared\":{\"frames\":[", out);
 	for (i = 0; i < n_frames; i++) {
 		fputs(i ? ",\n{\"name\":" : "\n{\"name\":", out);
-		json_puts(out, stackset__name(s, order[i]));
+		json__utf8_string(out, stackset__name(s, order[i]));
 		fputc('}', out);
 	}
 	fputs("]},\n\"profiles\":[{\"type\":\"sampled\",", out);

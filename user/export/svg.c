@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export/export.h"
+#include "lib/units.h"
 
 #define X_PAD 10		/* left and right margin */
 #define ROW_H 16		/* a frame row; the rectangle is 1 px less */
@@ -43,23 +44,6 @@ struct svg_ctx {
 	double width;		/* of the frame area */
 };
 
-const char *export__fmt_bytes(uint64_t bytes, char *buf, size_t len)
-{
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	double v = (double)bytes;
-	unsigned int i = 0;
-
-	while (v >= 1024 && i < sizeof(units) / sizeof(units[0]) - 1) {
-		v /= 1024;
-		i++;
-	}
-	if (!i)
-		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
-	else
-		snprintf(buf, len, "%.1f %s", v, units[i]);
-	return buf;
-}
-
 /* 1234567 -> "1,234,567": call counts are read, not parsed. */
 static const char *fmt_count(uint64_t v, char *buf, size_t len)
 {
@@ -81,7 +65,7 @@ static const char *fmt_value(enum stack_metric m, uint64_t v, char *buf, size_t 
 	char n[32];
 
 	if (stack_metric__is_bytes(m))
-		return export__fmt_bytes(v, buf, len);
+		return fmt_bytes_iec(v, buf, len);
 	snprintf(buf, len, "%s call%s", fmt_count(v, n, sizeof(n)), v == 1 ? "" : "s");
 	return buf;
 }

@@ -4,7 +4,7 @@
  * memory samples over time, the host memory attributed to GPU calls per
  * process at each sample, and events: GPU allocation bursts, reclaim
  * activity and guard stops. Filled with the builders below, in time order;
- * the builders live in user/export/timeline.c with the drawing.
+ * the builders live in user/export/timeline.c, the drawing in timeline_svg.c.
  *
  * Times are nanoseconds on any one clock (the drawing shows seconds from
  * the first sample or event). Memory is in bytes.

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "export/export.h"
 #include "export/flame_build.h"
+#include "export/summary_out.h"
 #include "guard/guard.h"
 #include "lib/log.h"
 #include "guard/postmortem.h"
@@ -85,7 +86,7 @@ static int write_report(struct guard *g, const char *dir)
 
 	if (!f)
 		return -errno;
-	summary__print_text(&g->summary, f);
+	export_summary_text(&g->summary, f);
 	print_sites(g, f);
 	return finish(f);
 }

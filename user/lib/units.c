@@ -91,19 +91,44 @@ int parse_duration_ms(const char *s, uint64_t *out_ms)
 	return 0;
 }
 
+/*
+ * bytes / 1024^*unit, for the largest *unit (0 bytes .. 6 EiB) that leaves
+ * it under 1024: the number both styles print.
+ */
+static double scale_bytes(uint64_t bytes, unsigned int *unit)
+{
+	double v = (double)bytes;
+
+	*unit = 0;
+	while (v >= 1024 && *unit < 6) {
+		v /= 1024;
+		(*unit)++;
+	}
+	return v;
+}
+
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
 {
 	static const char units[] = "BKMGTPE";
-	double v = (double)bytes;
-	unsigned int i = 0;
+	unsigned int i;
+	double v = scale_bytes(bytes, &i);
 
-	while (v >= 1024 && i < sizeof(units) - 2) {
-		v /= 1024;
-		i++;
-	}
 	if (!i)
 		snprintf(buf, len, "%lluB", (unsigned long long)bytes);
 	else
 		snprintf(buf, len, "%.*f%c", v < 10 ? 1 : 0, v, units[i]);
+	return buf;
+}
+
+const char *fmt_bytes_iec(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	unsigned int i;
+	double v = scale_bytes(bytes, &i);
+
+	if (!i)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[i]);
 	return buf;
 }

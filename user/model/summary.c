@@ -2,12 +2,11 @@
 #include <errno.h>
 #include <stddef.h>
 #include <search.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model/cuda_api.h"
-#include "export/output.h"
 #include "model/summary.h"
-#include "lib/units.h"
 
 static int row_cmp(const void *a, const void *b)
 {
@@ -416,81 +415,6 @@ uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc 
 struct summary_proc *summary__procs(const struct summary *s, size_t *n)
 {
 	return tree_to_array(s->procs, s->n_procs, sizeof(struct summary_proc), n);
-}
-
-void summary__print_text(const struct summary *s, FILE *f)
-{
-	char b[5][16];
-	struct summary_row *v;
-	size_t i, n;
-
-	v = summary__rows(s, &n);
-	if (!v)
-		return;
-	fprintf(f, "\n%-7s %-15s %-28s %7s %6s %8s %8s %8s %7s %8s %7s\n", "PID",
-		"COMM", "API", "CALLS", "FAILED", "SIZE", "HOST+", "HOST-",
-		"UNFREED", "HOSTHELD", "ATEXIT");
-	for (i = 0; i < n; i++)
-		fprintf(f, "%-7u %-15s %-28s %7llu %6llu %8s %8s %8s %7llu %8s %7llu\n",
-			v[i].pid, v[i].comm, cuda_api__name(v[i].api),
-			(unsigned long long)v[i].calls,
-			(unsigned long long)(v[i].failed + v[i].died),
-			fmt_bytes(v[i].size_bytes, b[0], sizeof(b[0])),
-			fmt_bytes(v[i].host_taken, b[1], sizeof(b[1])),
-			fmt_bytes(v[i].host_freed, b[2], sizeof(b[2])),
-			(unsigned long long)v[i].unfreed,
-			fmt_bytes(v[i].unfreed_host, b[3], sizeof(b[3])),
-			(unsigned long long)v[i].exit_freed);
-	fprintf(f, "%zu allocations unfreed: %s requested, %s of host memory taken by them\n",
-		s->table.count, fmt_bytes(s->table.size_bytes, b[0], sizeof(b[0])),
-		fmt_bytes(s->table.host_bytes, b[4], sizeof(b[4])));
-	if (s->table.refused || s->rows_refused || s->procs_refused)
-		fprintf(f, "tables full: %llu allocations, %llu rows, %llu processes not tracked\n",
-			(unsigned long long)s->table.refused,
-			(unsigned long long)s->rows_refused,
-			(unsigned long long)s->procs_refused);
-	if (s->exit_freed)
-		fprintf(f, "%llu allocations never freed were released when their process exited (%s of host memory)\n",
-			(unsigned long long)s->exit_freed,
-			fmt_bytes(s->exit_freed_host, b[0], sizeof(b[0])));
-	if (s->device_taken)
-		fprintf(f, "%s taken from NUMA nodes that are not host RAM (not in HOST+)\n",
-			fmt_bytes(s->device_taken, b[0], sizeof(b[0])));
-	free(v);
-}
-
-void summary__print_json(const struct summary *s, FILE *f)
-{
-	struct summary_row *v;
-	size_t i, n;
-
-	v = summary__rows(s, &n);
-	if (!v)
-		return;
-	for (i = 0; i < n; i++) {
-		fprintf(f, "{\"event\":\"summary\",\"pid\":%u,\"comm\":", v[i].pid);
-		output__json_string(f, v[i].comm);
-		fprintf(f, ",\"api\":\"%s\",\"calls\":%llu,\"failed\":%llu,"
-			"\"died_in_call\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
-			"\"host_freed_bytes\":%llu,\"unfreed\":%llu,"
-			"\"unfreed_size\":%llu,\"unfreed_host_bytes\":%llu,"
-			"\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu,"
-			"\"device_node_bytes\":%llu}\n",
-			cuda_api__name(v[i].api),
-			(unsigned long long)v[i].calls,
-			(unsigned long long)v[i].failed,
-			(unsigned long long)v[i].died,
-			(unsigned long long)v[i].size_bytes,
-			(unsigned long long)v[i].host_taken,
-			(unsigned long long)v[i].host_freed,
-			(unsigned long long)v[i].unfreed,
-			(unsigned long long)v[i].unfreed_size,
-			(unsigned long long)v[i].unfreed_host,
-			(unsigned long long)v[i].exit_freed,
-			(unsigned long long)v[i].exit_freed_host,
-			(unsigned long long)v[i].device_taken);
-	}
-	free(v);
 }
 
 static void free_row(void *p)

@@ -8,7 +8,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <linux/types.h>
 #include "model/alloc_table.h"
 #include "model/cuda_api.h"
@@ -108,8 +107,6 @@ uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc 
 const struct summary_proc *summary__proc(const struct summary *s, uint32_t pid);
 /* Processes sorted by pid; the caller frees the array. */
 struct summary_proc *summary__procs(const struct summary *s, size_t *n);
-void summary__print_text(const struct summary *s, FILE *f);
-void summary__print_json(const struct summary *s, FILE *f);
 void summary__free(struct summary *s);
 
 #endif /* UMTRACE_SUMMARY_H */
