@@ -441,6 +441,16 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 	guard_stop(UMT_GUARD_FLOOR, room, unreserved << page_shift, 0);
 }
 
+/*
+ * Free pages taken off the free lists with no mm_page_alloc (compaction's
+ * isolation): counted as allocated, nothing decided.
+ */
+static __always_inline void guard_page_isolated(__u64 pages)
+{
+	if (guard_on && pages)
+		guard_count((__s64)pages);
+}
+
 /* Frees need no decision: fold them only to keep guard_net current. */
 static __always_inline void guard_page_free(__u64 pages)
 {

@@ -78,6 +78,12 @@ const volatile __u64 device_nodes[UMT_MAX_NODES / 64] = {};
  */
 __s64 open_windows;
 
+/*
+ * Threads of GPU processes inside memory compaction right now, host-wide
+ * (compaction_begin/end): the page free hook's gate for looking further.
+ */
+__s64 compacting_tasks;
+
 /* Counters for user space; none of them is touched per page. */
 __u64 rec_total;
 __u64 rec_dropped;
@@ -102,6 +108,8 @@ struct window {
 	__u64 device_pages;	/* taken on device nodes, not host RAM */
 	__u32 depth;		/* > 1 while libcuda calls itself */
 	__u32 stack_len;
+	__u32 compacting;	/* compactions in progress in the thread: its
+				 * frees meanwhile are not its own */
 	char comm[TASK_COMM_LEN];
 	char pcomm[TASK_COMM_LEN];
 	__u64 stack[UMT_STACK_MAX];
@@ -779,6 +787,51 @@ int BPF_PROG(managed_fault, unsigned long address)
 }
 
 /*
+ * Memory new to the page allocator: a block whose struct pages were
+ * initialised just now, never allocated. With deferred struct page
+ * initialisation done lazily (deferred_init=lazy: this VM's kernel), the
+ * first allocation to find its zone short initialises whole sections
+ * inside itself (deferred_grow_zone) and hands them to the allocator as
+ * MAX_PAGE_ORDER frees in that task: a 64 MiB cuMemAlloc_v2 showed
+ * HOST- 128M here. Memory hotplug's onlining does the same in whichever
+ * task onlines. Those frees gave nothing back: they are no call's HOST-.
+ * Nor do they move the guard's figure: that kernel's MemFree and
+ * MemAvailable count the pages still to initialise, so counting them
+ * left the headroom high by all that was initialised since the last
+ * sample (256 MiB in one 512 MiB burst here). Hotplugged memory does add
+ * to MemFree: there the figure stays low, the safe side, until the next
+ * sample. Such a block's head page still has the list head that
+ * __init_single_page() pointed at itself; a page that came out of the
+ * allocator has it poisoned (list_del) or reused. Only big frees are
+ * looked at (page-table pages freed at order 0 can look the same): one
+ * compare a free, and for those a load from the struct page line the
+ * kernel has just read.
+ */
+#define UMT_NEW_MIN_ORDER	9
+
+static __always_inline bool new_to_allocator(struct page *page, unsigned int order)
+{
+	if (order < UMT_NEW_MIN_ORDER)
+		return false;
+	return (unsigned long)page->lru.next == (unsigned long)&page->lru;
+}
+
+/*
+ * A thread in compaction (direct compaction in an allocation, or a write
+ * to /proc/sys/vm/compact_memory) frees the pages it migrated: other
+ * processes' pages as often as its own, whose copies it took from free
+ * pages it isolated, with no mm_page_alloc. Not the thread's frees.
+ */
+static __always_inline bool compacting(struct window *w)
+{
+	if (!READ_ONCE(compacting_tasks))
+		return false;
+	if (!w)
+		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	return w && w->compacting;
+}
+
+/*
  * Every free passes free_pages_prepare(), which fires mm_page_free; the
  * batched path fires mm_page_free_batched on top of it, so counting that
  * too would count batched pages twice.
@@ -788,18 +841,75 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 {
 	struct window *w;
 
-	if (on_device_node(page))
+	if (on_device_node(page) || new_to_allocator(page, order))
 		return 0;
 	guard_page_free(1ULL << order);
 	w = current_window();
 	if (!w && !count_outside)
 		return 0;
-	if (serving_softirq())
+	if (serving_softirq() || compacting(w))
 		return 0;
 	if (w)
 		w->pages_freed += 1ULL << order;
 	else
 		count_outside_call(1ULL << order, true);
+	return 0;
+}
+
+/*
+ * One zone's compaction in the current task, begin to end. Only GPU
+ * processes' threads are marked (those with a window's storage). A depth,
+ * not a flag: an allocation inside compaction could compact in turn.
+ */
+SEC("tp_btf/mm_compaction_begin")
+int BPF_PROG(compaction_begin)
+{
+	struct window *w;
+
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (w && !w->compacting++)
+		__sync_fetch_and_add(&compacting_tasks, 1);
+	return 0;
+}
+
+/* An end whose begin came before umtrace attached finds a depth of 0. */
+SEC("tp_btf/mm_compaction_end")
+int BPF_PROG(compaction_end)
+{
+	struct window *w;
+
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (w && w->compacting && !--w->compacting)
+		__sync_fetch_and_add(&compacting_tasks, -1);
+	return 0;
+}
+
+/*
+ * Compaction took nr_taken free pages off the free lists (as alloc_contig
+ * does for its range): the pages it migrates into come from them, with no
+ * mm_page_alloc, while the pages it migrated out, and those it did not
+ * need, go back through mm_page_free. Counting these as allocated keeps
+ * the guard's figure balanced; without them every compaction, kcompactd's
+ * included, left the headroom high by all it isolated (151 MiB for one
+ * compaction that moved 136 MiB here; under 2 MiB with them).
+ */
+SEC("tp_btf/mm_compaction_isolate_freepages")
+int BPF_PROG(compaction_isolate, unsigned long start_pfn, unsigned long end_pfn,
+	     unsigned long nr_scanned, unsigned long nr_taken)
+{
+	guard_page_isolated(nr_taken);
+	return 0;
+}
+
+/*
+ * Since 6.5 (before, fast isolation has no tracepoint, and its pages go
+ * uncounted): not loaded unless user space asks, when the kernel has it.
+ */
+SEC("?tp_btf/mm_compaction_fast_isolate_freepages")
+int BPF_PROG(compaction_fast_isolate, unsigned long start_pfn, unsigned long end_pfn,
+	     unsigned long nr_scanned, unsigned long nr_taken)
+{
+	guard_page_isolated(nr_taken);
 	return 0;
 }
 
@@ -1038,7 +1148,7 @@ int BPF_PROG(proc_page_free, struct page *page, unsigned int order)
 {
 	struct proc_pages *pp;
 
-	if (serving_softirq())
+	if (serving_softirq() || new_to_allocator(page, order))
 		return 0;
 	pp = proc_pages_of_current();
 	if (pp)

@@ -21,7 +21,8 @@ FAKECUDA_LIB := $(UMT_TESTS_OUT)/libcuda.so.1
 TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
 	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest \
 	$(UMT_TESTS_OUT)/nofp_chain $(UMT_TESTS_OUT)/pagehog \
-	$(UMT_TESTS_OUT)/lifecycle $(UMT_TESTS_OUT)/dlcycle
+	$(UMT_TESTS_OUT)/lifecycle $(UMT_TESTS_OUT)/dlcycle \
+	$(UMT_TESTS_OUT)/compact_call
 
 # The fake must keep default symbol visibility and semantic interposition
 # (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
@@ -40,7 +41,8 @@ $(FAKECUDA_LIB): $(UMT_FAKECUDA_DIR)/fake_libcuda.c \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -pthread -o $@ $< $(UMT_FAKECUDA_LDFLAGS)
 
-$(UMT_TESTS_OUT)/alloc_mix $(UMT_TESTS_OUT)/demo: \
+# compact_call: compaction inside a GPU call (test_trace).
+$(UMT_TESTS_OUT)/alloc_mix $(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/compact_call: \
 		$(UMT_TESTS_OUT)/%: $(UMT_WORKLOADS_DIR)/%.c \
 		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(FAKECUDA_LIB)
 	@mkdir -p $(@D)

@@ -88,20 +88,36 @@ static uint64_t ringbuf_size(uint64_t want)
 	return sz;
 }
 
-/* The running kernel has this tracepoint (tp_btf needs its BTF typedef). */
-static bool kernel_has_tracepoint(const char *name)
+/*
+ * The running kernel has this tracepoint (tp_btf needs its BTF typedef).
+ * btf: the kernel's, parsed once per load (several MB); NULL: none.
+ */
+static bool kernel_has_tracepoint(const struct btf *btf, const char *name)
 {
 	char type[128];
-	struct btf *btf;
-	bool found;
 
-	btf = btf__load_vmlinux_btf();
 	if (!btf)
 		return false;
 	snprintf(type, sizeof(type), "btf_trace_%s", name);
-	found = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
-	btf__free(btf);
-	return found;
+	return btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+}
+
+/*
+ * Compaction's frees are no task's own, and the free pages it isolates
+ * leave the free lists with no mm_page_alloc. A kernel built without
+ * CONFIG_COMPACTION has none of these tracepoints; fast isolation has
+ * one only since 6.5.
+ */
+static void set_compaction(struct umtrace_bpf *skel, const struct btf *btf)
+{
+	bool compaction = kernel_has_tracepoint(btf, "mm_compaction_begin");
+
+	bpf_program__set_autoload(skel->progs.compaction_begin, compaction);
+	bpf_program__set_autoload(skel->progs.compaction_end, compaction);
+	bpf_program__set_autoload(skel->progs.compaction_isolate,
+				  kernel_has_tracepoint(btf, "mm_compaction_isolate_freepages"));
+	bpf_program__set_autoload(skel->progs.compaction_fast_isolate,
+				  kernel_has_tracepoint(btf, "mm_compaction_fast_isolate_freepages"));
 }
 
 static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
@@ -126,6 +142,7 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 int probes__load(struct probes *p, const struct probe_cfg *cfg)
 {
 	struct umtrace_bpf *skel;
+	struct btf *kbtf;
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -182,8 +199,11 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_program__set_autoload(skel->progs.rss_stat, cfg->count_kthreads);
 	bpf_program__set_autoload(skel->progs.task_rename,
 				  cfg->guard && cfg->guard->scope == UMT_SCOPE_COMM);
+	kbtf = btf__load_vmlinux_btf();
 	bpf_program__set_autoload(skel->progs.task_prepare_exec,
-				  kernel_has_tracepoint("sched_prepare_exec"));
+				  kernel_has_tracepoint(kbtf, "sched_prepare_exec"));
+	set_compaction(skel, kbtf);
+	btf__free(kbtf);
 
 	err = umtrace_bpf__load(skel);
 	if (err) {
