@@ -49,14 +49,19 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 # user/ is layered, each folder using only those below it (README, Layout):
-# lib, model, stacks, rec, attach, export, guard, cmd.
-USER_LAYERS := lib model stacks rec attach export guard cmd
+# lib, model, stacks, rec, attach, export, guard, guardd, cmd.
+USER_LAYERS := lib model stacks rec attach export guard guardd cmd
 USER_SRCS := $(foreach l,$(USER_LAYERS),$(wildcard user/$(l)/*.c))
 USER_HDRS := $(foreach l,$(USER_LAYERS),$(wildcard user/$(l)/*.h))
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 # Everything but the commands, for the unit tests to link against.
 LIB_OBJS := $(filter-out $(OUT)/user/cmd/%,$(USER_OBJS))
-BPF_SRCS := $(wildcard bpf/*.bpf.c)
+# The programs: the bpf/*.bpf.c below (not the rescan's iterator), compiled
+# apart and linked into one object, one skeleton (bpf/shared.bpf.h). A file
+# comes after every file whose maps it uses: bookworm's libbpf (1.1) links a
+# map declared extern wrongly when its definition comes later.
+BPF_PARTS := $(patsubst %,$(OUT)/bpf/%.bpf.o,shared guard kthreads managed pages \
+	procpages calls)
 BPF_HDRS := $(wildcard bpf/*.h)
 SKEL := $(OUT)/umtrace.skel.h $(OUT)/libcuda_scan.skel.h
 
@@ -66,7 +71,7 @@ TEST_CFLAGS := -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
 
 .DELETE_ON_ERROR:
 # The BPF objects stay beside their skeletons (bpftool reads them; so may you).
-.SECONDARY: $(OUT)/umtrace.bpf.o $(OUT)/libcuda_scan.bpf.o $(SKEL)
+.SECONDARY: $(OUT)/umtrace.bpf.o $(OUT)/libcuda_scan.bpf.o $(SKEL) $(BPF_PARTS)
 .PHONY: all static test unit demo bench clean vmlinux
 
 ifeq ($(STATIC),1)
@@ -82,11 +87,24 @@ static: $(OUT)/umtrace-static
 umtrace: $(OUT)/umtrace
 	$(Q)ln -sf $< $@
 
-$(OUT)/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) vmlinux/$(ARCH)/vmlinux.h | $(OUT)
+# BPF C to an object: keep BTF, drop DWARF.
+define umt_bpf_cc
 	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp
-	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@	# keep BTF, drop DWARF
+	$(Q)$(LLVM_STRIP) -g $@.tmp -o $@
 	$(Q)rm -f $@.tmp
+endef
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) vmlinux/$(ARCH)/vmlinux.h
+	$(umt_bpf_cc)
+
+$(OUT)/libcuda_scan.bpf.o: bpf/libcuda_scan.bpf.c $(BPF_HDRS) vmlinux/$(ARCH)/vmlinux.h
+	$(umt_bpf_cc)
+
+$(OUT)/umtrace.bpf.o: $(BPF_PARTS)
+	$(call msg,BPF-LINK,$@)
+	$(Q)$(BPFTOOL) gen object $@ $^
 
 $(OUT)/%.skel.h: $(OUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

@@ -6,6 +6,10 @@
 #ifndef UMTRACE_CTX_BPF_H
 #define UMTRACE_CTX_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
 /*
  * gfp bits that only an allocation allowed to sleep or do I/O carries
  * (__GFP_IO, __GFP_FS, __GFP_DIRECT_RECLAIM): the same values from Linux

@@ -32,6 +32,8 @@
 #ifndef UMTRACE_GUARD_BPF_H
 #define UMTRACE_GUARD_BPF_H
 
+#include "shared.bpf.h"
+
 #define GUARD_SIGSTOP		19
 /* Pages a CPU may count before folding them into the shared counter. */
 #define GUARD_BATCH		64
@@ -43,31 +45,31 @@
 #define GUARD_RESEND_NS		(100 * 1000 * 1000ULL)
 
 /* Set by user space before load. */
-const volatile bool guard_on = false;
-const volatile bool guard_dry_run = false;
-const volatile __u32 guard_scope = UMT_SCOPE_GPU;
-const volatile __u32 guard_self = 0;	/* umtrace's own tgid */
-const volatile __u32 page_shift = 12;
-const volatile __u32 guard_nr_cpus = 1;
+extern const volatile bool guard_on;
+extern const volatile bool guard_dry_run;
+extern const volatile __u32 guard_scope;
+extern const volatile __u32 guard_self;	/* umtrace's own tgid */
+extern const volatile __u32 page_shift;
+extern const volatile __u32 guard_nr_cpus;
 /* Bit n: API n's size is host memory on this platform (admission cost). */
-const volatile __u64 guard_cost_apis = 0;
-const volatile __u32 guard_n_protect = 0;
-const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN] = {};
+extern const volatile __u64 guard_cost_apis;
+extern const volatile __u32 guard_n_protect;
+extern const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 
 /* Written by user space while running (the mmap'ed .bss). */
-__s64 guard_anchor;		/* metric pages at the sample + net then */
-__s64 guard_floor;		/* pages */
-__s64 guard_low;		/* pages */
-bool guard_armed;		/* an anchor has been written */
+extern __s64 guard_anchor;		/* metric pages at the sample + net then */
+extern __s64 guard_floor;		/* pages */
+extern __s64 guard_low;		/* pages */
+extern bool guard_armed;		/* an anchor has been written */
 
 /* Kept here, read by user space. */
-__s64 guard_net;		/* pages allocated minus freed, host-wide */
-__s64 guard_reserved;		/* pages reserved by admitted calls in flight */
-__u64 guard_checks;		/* admission decisions */
-__u64 guard_stops;		/* stop records sent (dry runs included) */
-__u64 guard_send_failed;	/* bpf_send_signal errors: user space retries */
-__u64 guard_reclaims;		/* direct reclaim entries, host-wide */
-__u64 guard_kswapd_wakes;
+extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
+extern __s64 guard_reserved;		/* pages reserved by admitted calls in flight */
+extern __u64 guard_checks;		/* admission decisions */
+extern __u64 guard_stops;		/* stop records sent (dry runs included) */
+extern __u64 guard_send_failed;	/* bpf_send_signal errors: user space retries */
+extern __u64 guard_reclaims;		/* direct reclaim entries, host-wide */
+extern __u64 guard_kswapd_wakes;
 
 /*
  * Per CPU: pages counted here and not yet folded into guard_net, and how
@@ -84,42 +86,46 @@ __u64 guard_kswapd_wakes;
  */
 #define GUARD_MAX_CPUS		1024
 
-struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
+extern struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
 
 /* Last stop sent per process (tgid -> ktime). */
-struct {
+struct guard_sent_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
 	__type(value, __u64);
-} guard_sent SEC(".maps");
+};
+extern struct guard_sent_map guard_sent SEC(".maps");
 
 /* --scope pid:/comm: (user space keeps the list). */
-struct {
+struct guard_scope_pids_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u32);
 	__type(value, __u8);
-} guard_scope_pids SEC(".maps");
+};
+extern struct guard_scope_pids_map guard_scope_pids SEC(".maps");
 
 /*
  * --scope comm: a verdict per process name. LRU: a name evicted is only
  * asked about again.
  */
-struct {
+struct guard_scope_comms_map {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct umt_comm_key);
 	__type(value, __u8);
-} guard_scope_comms SEC(".maps");
+};
+extern struct guard_scope_comms_map guard_scope_comms SEC(".maps");
 
 /* --scope cgroup: slot 0 holds the cgroup. */
-struct {
+struct guard_cgroup_map {
 	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, __u32);
-} guard_cgroup SEC(".maps");
+};
+extern struct guard_cgroup_map guard_cgroup SEC(".maps");
 
 static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 {
@@ -235,10 +241,8 @@ static __always_inline void guard_ask_scope(__u32 tgid, const struct umt_comm_ke
 
 	if (bpf_map_update_elem(&guard_scope_comms, name, &asked, BPF_NOEXIST))
 		return;
-	__sync_fetch_and_add(&rec_total, 1);
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	r = rec_reserve(sizeof(*r));
 	if (!r) {
-		__sync_fetch_and_add(&rec_dropped, 1);
 		bpf_map_delete_elem(&guard_scope_comms, name);
 		return;
 	}
@@ -316,12 +320,9 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	if (ret)
 		__sync_fetch_and_add(&guard_send_failed, 1);
 	__sync_fetch_and_add(&guard_stops, 1);
-	__sync_fetch_and_add(&rec_total, 1);
-	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
-	if (!r) {
-		__sync_fetch_and_add(&rec_dropped, 1);
+	r = rec_reserve(sizeof(*r));
+	if (!r)
 		return true;
-	}
 	r->type = UMT_REC_GUARD;
 	r->reason = reason;
 	r->ts_ns = now;

@@ -11,25 +11,29 @@
 #ifndef UMTRACE_KTHREADS_BPF_H
 #define UMTRACE_KTHREADS_BPF_H
 
+#include "shared.bpf.h"
+
 /* Set by user space before load (top, report). */
-const volatile bool count_kthreads = false;
+extern const volatile bool count_kthreads;
 
-__u64 kthread_rows_full;	/* pages not counted: the map was full */
+extern __u64 kthread_rows_full;	/* pages not counted: the map was full */
 
-struct {
+struct kthread_pages_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct umt_kthread_key);
 	__type(value, struct umt_kthread_pages);
-} kthread_pages SEC(".maps");
+};
+extern struct kthread_pages_map kthread_pages SEC(".maps");
 
 /* Pages the thread took since it last named a process. */
-struct {
+struct kthread_pending_map {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
 	__type(value, __u64);
-} kthread_pending SEC(".maps");
+};
+extern struct kthread_pending_map kthread_pending SEC(".maps");
 
 static __always_inline bool is_kthread(struct task_struct *task)
 {

@@ -32,15 +32,16 @@ UMT_FUZZ_CFLAGS := -Wall -Wextra -Werror -std=gnu11 -g -O1 -fsanitize=fuzzer,add
 # Each target: the module under test and what it needs, nothing that
 # loads BPF. fuzz_proc compiles user/attach/libcuda.c in itself (see the file).
 UMT_FUZZ_SRCS_recording := user/rec/recording.c user/rec/recfile.c user/lib/meminfo.c \
-	user/lib/numa.c user/lib/procfs.c user/lib/units.c user/model/callsites.c
+	user/lib/numa.c user/lib/page.c user/lib/procfs.c user/lib/units.c user/model/callsites.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
-	user/lib/procfs.c user/lib/units.c
+	user/guard/scope.c user/lib/procfs.c user/lib/units.c
 UMT_FUZZ_LIBS_config := -linih
 # clang 14 counts a designated initializer that leaves a field to zero
 # as missing one (gcc, which builds umtrace, does not).
 UMT_FUZZ_CFLAGS_config := -Wno-missing-field-initializers
-UMT_FUZZ_SRCS_proc := user/lib/meminfo.c user/lib/numa.c user/lib/procfs.c user/lib/log.c
+UMT_FUZZ_SRCS_proc := user/lib/meminfo.c user/lib/numa.c user/lib/procfs.c user/lib/log.c \
+	user/lib/page.c
 UMT_FUZZ_LIBS_proc := -lz
 UMT_FUZZ_DEPS_proc := user/attach/libcuda.c
 UMT_FUZZ_SRCS_elf := user/attach/elf_syms.c user/model/cuda_api.c

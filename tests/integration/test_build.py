@@ -56,3 +56,59 @@ def test_loads_on_older_struct_layouts(env):
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     assert "current: loaded" in p.stdout, p.stdout
     assert "page-word: " in p.stdout and "not loaded" not in p.stdout, p.stdout
+
+
+# user/'s layers, lowest first: a file may include its own layer's headers
+# and those of layers below it, never above (README, Layout).
+LAYERS = ["lib", "model", "stacks", "rec", "attach", "export", "guard", "guardd", "cmd"]
+MAX_LINES = 800
+MAX_FILES = 25
+
+
+def _user_files(env):
+    import glob
+    import os
+    return sorted(glob.glob(os.path.join(env.root, "user", "*", "*.[ch]")))
+
+
+def test_layers_only_point_down(env):
+    """Every include in user/ names a layer at or below the includer's,
+    and every file sits in a known layer. The headers bpf/ shares with
+    user space (umtrace.h, cookie.h) and the generated skeletons may be
+    included anywhere."""
+    import os
+    import re
+    bad = []
+    for path in _user_files(env):
+        layer = os.path.basename(os.path.dirname(path))
+        assert layer in LAYERS, f"{path}: not in a layer folder"
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                m = re.match(r'\s*#\s*include\s+"([a-z]+)/', line)
+                if m and m.group(1) in LAYERS and \
+                        LAYERS.index(m.group(1)) > LAYERS.index(layer):
+                    bad.append(f"{os.path.relpath(path, env.root)}:{n}: {line.strip()}")
+                bare = re.match(r'\s*#\s*include\s+"([^"/]+)"', line)
+                if bare and not bare.group(1).endswith(".skel.h") and \
+                        bare.group(1) not in ("umtrace.h", "cookie.h"):
+                    bad.append(f"{os.path.relpath(path, env.root)}:{n}: no layer in "
+                               f"{line.strip()}")
+    assert not bad, "includes that point up or name no layer:\n" + "\n".join(bad)
+
+
+def test_files_and_folders_stay_small(env):
+    """No source file over 800 lines (BPF included), no folder over 25 files."""
+    import glob
+    import os
+    files = _user_files(env) + sorted(glob.glob(os.path.join(env.root, "bpf", "*.[ch]")))
+    long = []
+    for path in files:
+        with open(path) as f:
+            n = sum(1 for _ in f)
+        if n > MAX_LINES:
+            long.append(f"{os.path.relpath(path, env.root)}: {n} lines")
+    assert not long, "\n".join(long)
+    for d in [os.path.join(env.root, "user", l) for l in LAYERS] + \
+            [os.path.join(env.root, "bpf")]:
+        n = len([f for f in os.listdir(d) if os.path.isfile(os.path.join(d, f))])
+        assert n <= MAX_FILES, f"{d}: {n} files"

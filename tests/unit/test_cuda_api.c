@@ -2,6 +2,7 @@
 #include <string.h>
 #include <linux/types.h>
 #include "check.h"
+#include "cookie.h"
 #include "model/cuda_api.h"
 #include "umtrace.h"
 

@@ -162,7 +162,6 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
 	     "one perf event per entry point");
 	skel->rodata->filter_pids = cfg->filter_pids;
-	skel->rodata->count_proc_pages = cfg->proc_pages;
 	skel->rodata->ustack_bytes = cfg->ustack_bytes < UMT_USTACK_MAX ?
 				     cfg->ustack_bytes : UMT_USTACK_MAX;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
@@ -192,6 +191,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		wlog("--managed-faults: this architecture has no tracepoint with the fault address");
 	bpf_program__set_autoload(skel->progs.proc_page_alloc, cfg->proc_pages);
 	bpf_program__set_autoload(skel->progs.proc_page_free, cfg->proc_pages);
+	bpf_program__set_autoload(skel->progs.proc_exec, cfg->proc_pages);
 	set_guard(skel, cfg->guard);
 	bpf_program__set_autoload(skel->progs.direct_reclaim,
 				  cfg->guard || cfg->count_outside);

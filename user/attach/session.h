@@ -1,5 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
+ * user/attach: getting the kernel's view: options (opts.c), loading and
+ * attaching the BPF object (probes.c, uprobe_multi.c), finding libcuda and
+ * its entry points (libcuda.c, elf_syms.c, libcuda_scan.c), starting
+ * COMMAND held (launch.c), dropping capabilities (caps.c), reading the
+ * kernel's per-process and kernel-thread counts (proc_pages.c,
+ * kthreads.c), and the session every attaching command runs (session.c).
+ * Uses lib/, model/, stacks/, rec/.
+ */
+/*
  * A tracing session, shared by every subcommand that attaches probes:
  * find libcuda, start COMMAND held, load and attach, poll the ring buffer,
  * rescan for new libraries, report lost records, stop on a signal, on

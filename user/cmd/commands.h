@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Subcommands: each returns the process exit code (0, 1 error, 2 usage). */
+/*
+ * user/cmd: the top layer: main.c dispatches, one file per subcommand,
+ * each returning the process exit code (0, 1 error, 2 usage). Uses every
+ * folder below.
+ */
 #ifndef UMTRACE_COMMANDS_H
 #define UMTRACE_COMMANDS_H
 

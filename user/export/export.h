@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
+ * user/export: everything umtrace writes for people or other tools, one
+ * file per format: call lines (output.c), tables (summary_out.c,
+ * kthreads_out.c, proc_pages_out.c), flamegraphs fed by one stack set
+ * (flame_build.c, folded.c, svg.c, pprof.c, speedscope.c), the timeline
+ * (timeline.c, its model; timeline_svg.c, its drawing). Uses lib/ to
+ * rec/; only this folder and the commands print.
+ */
+/*
  * Post-mortem file formats. The flamegraph formats are each written from one
  * struct stackset (user/stacks/stackset.h), whose every stack starts at the process
  * frame "comm (pid)" and ends at the GPU API, so all of them show the same

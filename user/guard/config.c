@@ -10,8 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
-#include "lib/errbuf.h"
-#include "lib/str.h"
+#include "lib/parse.h"
 #include "guard/config.h"
 #include "umtrace.h"
 #include "lib/units.h"

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "lib/errbuf.h"
+#include "lib/parse.h"
 #include "guard/policy.h"
 #include "lib/units.h"
 

@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
+ * user/guard: the guard's rules and what it shares with status and
+ * resume, below the daemon (guardd/): the sampled rule (policy.c), --scope
+ * (scope.c), the config file (config.c), the actuator (action.c), a stop
+ * and its reasons (stop.c), the state file (state.c), metrics
+ * (metrics.c), the kernel side's user-space half (kernel.c) and its pins
+ * (pin.c). Uses lib/ to attach/.
+ */
+/*
  * The guard's user-space rule, a pure function of (policy, state, sample,
  * candidates): no I/O, no clock, so that every decision can be replayed in
  * a unit test. It sits above the kernel side (admission at GPU calls, the

@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "guard/scope.h"
-#include "lib/errbuf.h"
+#include "lib/parse.h"
 #include "lib/procfs.h"
-#include "lib/str.h"
 #include "lib/units.h"
 
 /* Where cgroup v2 is mounted on every host this runs on but hybrid ones. */

@@ -6,6 +6,7 @@
  */
 #include <stddef.h>
 #include <linux/types.h>
+#include "cookie.h"
 #include "model/cuda_api.h"
 #include "umtrace.h"
 

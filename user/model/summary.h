@@ -1,5 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
+ * user/model: what umtrace knows of GPU calls, fed records one at a time
+ * from the ring buffer or a recording alike, knowing nothing of BPF and
+ * printing nothing: the entry points (cuda_api.c), outstanding
+ * allocations (alloc_table.c), per process and entry point totals
+ * (summary.c), call sites (callsites.c), what a call costs the host on
+ * this platform (platform.c), a frame as names (frame.h). Uses lib/.
+ */
+/*
  * Per process and entry point: calls, bytes requested, host bytes taken
  * and freed, and what is still unfreed. Fed one call record at a time.
  */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "guard/guard.h"
-#include "guard/postmortem.h"
+#include "guardd/daemon.h"
+#include "guardd/postmortem.h"
 #include "lib/clock.h"
 #include "lib/procfs.h"
 

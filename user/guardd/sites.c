@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "guard/guard.h"
+#include "guardd/daemon.h"
 #include "lib/page.h"
 #include "stacks/callstack.h"
 

@@ -10,9 +10,9 @@
 #include "export/export.h"
 #include "export/flame_build.h"
 #include "export/summary_out.h"
-#include "guard/guard.h"
+#include "guardd/daemon.h"
 #include "lib/log.h"
-#include "guard/postmortem.h"
+#include "guardd/postmortem.h"
 #include "lib/units.h"
 
 /* A new file in the bundle: never an existing one, never through a link. */

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "guard/report.h"
+#include "guardd/report.h"
 #include "lib/clock.h"
 #include "lib/file_writer.h"
 #include "lib/out_file.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include "guard/guard.h"
+#include "guardd/daemon.h"
 #include "guard/kernel.h"
 #include "lib/clock.h"
 #include "lib/procfs.h"

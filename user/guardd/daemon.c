@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include "guard/guard.h"
+#include "guardd/daemon.h"
 #include "guard/kernel.h"
 #include "lib/clock.h"
 #include "lib/file_writer.h"

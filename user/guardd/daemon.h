@@ -1,33 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * user/guard: stop the job that is about to take the host below a floor.
+ * user/guardd: the guard daemon, `umtrace guard`. It uses everything below
+ * it (guard/ for its rules, files and kernel side; attach/ to load and
+ * poll; stacks/ and rec/ for who holds what and its flight recorder;
+ * export/ for the post-mortem's stacks) and is used by cmd/guard.c only.
  *
- * The kernel side (bpf/guard.bpf.h) decides at a GPU call's entry and at
- * the page; this folder is its user-space half, from the bottom up:
- *
- *   policy.c        the sampled rule: decide(policy, state), pure
- *   scope.c         --scope parsed and matched, pure
- *   config.c        the config file and each key's meaning
  *   opts.c          the command line over the config: struct guard_opts
- *   action.c        the actuator: SIGSTOP/SIGCONT through pidfds, freezes
- *   kernel.c        the kernel side's anchor, thresholds, counters, scope maps
- *   pin.c           pinned links, so the kernel side outlives a killed daemon
- *   stop.c          a stop as decided (struct guard_stop) and its log line
- *   state.c         the state file `status` and `resume` read
- *   metrics.c       Prometheus text
- *   report.c        state file and metrics from one snapshot, off the loop
+ *   daemon.c        set-up, the kernel's records, the snapshot, teardown
+ *   tick.c          each sample and the sampled rule
+ *   enforce.c       a stop made (struct guard_stop), carried out and told
+ *   procs.c         the processes it knows, by pid
  *   sites.c         who holds what: attribution and call sites per call
  *   flight.c        the flight recorder's last minutes
  *   postmortem.c    the bundle written for each stop
+ *   report.c        the state file and metrics from one snapshot, off the loop
  *   scope_kernel.c  the scope kept in the kernel side, and victims' scope
- *   procs.c         the processes the guard knows, by pid
- *   daemon.c        the loop: records, samples, stops, set-up and teardown
  *
- * struct guard below is the daemon's state, shared by the files above
- * daemon.c; nothing here prints but through lib/log.h.
+ * struct guard below is the daemon's state, shared by those files;
+ * nothing here prints but through lib/log.h.
  */
-#ifndef UMTRACE_GUARD_H
-#define UMTRACE_GUARD_H
+#ifndef UMTRACE_GUARDD_DAEMON_H
+#define UMTRACE_GUARDD_DAEMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,7 +32,7 @@
 #include "guard/config.h"
 #include "guard/pin.h"
 #include "guard/policy.h"
-#include "guard/report.h"
+#include "guardd/report.h"
 #include "guard/stop.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"
@@ -167,4 +160,4 @@ void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r);
 bool guard__in_scope(struct guard *g, const struct guard_proc *p);
 bool guard__protected(struct guard *g, const struct guard_proc *p);
 
-#endif /* UMTRACE_GUARD_H */
+#endif /* UMTRACE_GUARDD_DAEMON_H */

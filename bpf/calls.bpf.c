@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Charge host pages to the GPU allocation call that took them.
+ *
+ * A uprobe at a libcuda entry point opens a window in the calling thread's
+ * task-local storage; the matching uretprobe closes it and sends one record.
+ * In between, every page the thread allocates or frees is counted in the
+ * window (pages.bpf.c). Nothing crosses the ring buffer per page. A thread
+ * that exits or execs inside a call closes its window there, and the last
+ * thread of a process that made GPU calls reports the process's end.
+ */
+#include "guard.bpf.h"
+#include "managed.bpf.h"
+
+/* The smallest page size of x86 and arm64: user stacks end at its multiples. */
+#define UMT_PAGE_MIN 4096
+
+/*
+ * Bytes of raw user stack sent at each outermost GPU call's entry for
+ * DWARF unwinding: 0 (off) to UMT_USTACK_MAX.
+ */
+const volatile __u32 ustack_bytes = 0;
+/*
+ * Raw stacks are 8 KiB a call: past this much data waiting in the ring
+ * buffer, calls go with their frame-pointer stack only, so that a storm
+ * of calls fills it with stacks no faster than it is read and never makes
+ * a call record itself be lost.
+ */
+const volatile __u64 ustack_max_backlog = 0;
+
+__u64 storage_failed;	/* calls not seen: no task storage */
+__u64 ustack_skipped;	/* calls sent without their raw stack: buffer busy */
+
+/*
+ * The context may only be read at constant offsets, so the five argument
+ * registers are copied once into the window (a map value, which may be
+ * indexed) and picked from there.
+ */
+
+static __always_inline void load_args(struct window *args, struct pt_regs *ctx)
+{
+	args->args[0] = PT_REGS_PARM1(ctx);
+	args->args[1] = PT_REGS_PARM2(ctx);
+	args->args[2] = PT_REGS_PARM3(ctx);
+	args->args[3] = PT_REGS_PARM4(ctx);
+	args->args[4] = PT_REGS_PARM5(ctx);
+}
+
+static __always_inline __u64 arg_of(const struct window *args, unsigned int i)
+{
+	if (i >= 5)
+		return 0;
+	return args->args[i];
+}
+
+static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
+{
+	__u64 v = 0;
+	__u32 v32 = 0;
+
+	if (!uptr)
+		return 0;
+	if (narrow) {
+		bpf_probe_read_user(&v32, sizeof(v32), (void *)uptr);
+		return v32;
+	}
+	bpf_probe_read_user(&v, sizeof(v), (void *)uptr);
+	return v;
+}
+
+struct chunk_ctx {
+	struct umt_managed_key k;
+	__u64 first;		/* chunk number of the allocation's base */
+	__u64 base;
+	bool add;
+};
+
+static void chunk_add(struct umt_managed_key *k, __u64 base)
+{
+	struct managed_chunk *c, fresh = { .base = { base, 0 } };
+
+	c = bpf_map_lookup_elem(&managed_chunks, k);
+	if (!c) {
+		if (!bpf_map_update_elem(&managed_chunks, k, &fresh, BPF_NOEXIST))
+			return;
+		/* Another thread indexed the same chunk first. */
+		c = bpf_map_lookup_elem(&managed_chunks, k);
+		if (!c)
+			return;
+	}
+	if (!c->base[0])
+		c->base[0] = base;
+	else if (!c->base[1])
+		c->base[1] = base;
+}
+
+static void chunk_remove(struct umt_managed_key *k, __u64 base)
+{
+	struct managed_chunk *c = bpf_map_lookup_elem(&managed_chunks, k);
+
+	if (!c)
+		return;
+	if (c->base[0] == base)
+		c->base[0] = 0;
+	if (c->base[1] == base)
+		c->base[1] = 0;
+	if (!c->base[0] && !c->base[1])
+		bpf_map_delete_elem(&managed_chunks, k);
+}
+
+/* One 2 MiB chunk of a managed range in or out of the index. */
+static long chunk_step(__u32 i, struct chunk_ctx *c)
+{
+	c->k.addr = c->first + i;
+	if (c->add)
+		chunk_add(&c->k, c->base);
+	else
+		chunk_remove(&c->k, c->base);
+	return 0;
+}
+
+/* bpf_loop: a range of thousands of chunks would be too much to unroll. */
+static __always_inline void index_chunks(__u32 tgid, __u64 base, __u64 size, bool add)
+{
+	struct chunk_ctx c = {
+		.k = { .tgid = tgid },
+		.first = base >> MANAGED_CHUNK_SHIFT,
+		.base = base,
+		.add = add,
+	};
+	__u64 n = ((base + size - 1) >> MANAGED_CHUNK_SHIFT) - c.first + 1;
+
+	bpf_loop(n < MANAGED_MAX_CHUNKS ? n : MANAGED_MAX_CHUNKS, chunk_step, &c, 0);
+}
+
+static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size)
+{
+	struct umt_managed_key k = { .tgid = tgid, .addr = base };
+	struct umt_managed_alloc a = { .size = size };
+
+	if (!base || !size)
+		return;
+	bpf_map_update_elem(&managed_allocs, &k, &a, BPF_ANY);
+	index_chunks(tgid, base, size, true);
+	__sync_fetch_and_add(&managed_live, 1);
+}
+
+/* A free of a managed allocation: forget it, return its faulted pages. */
+static __always_inline __u64 managed_unregister(__u32 tgid, __u64 base)
+{
+	struct umt_managed_key k = { .tgid = tgid, .addr = base };
+	struct umt_managed_alloc *a;
+	__u64 pages, size;
+
+	a = bpf_map_lookup_elem(&managed_allocs, &k);
+	if (!a)
+		return 0;
+	pages = a->pages;
+	size = a->size;
+	bpf_map_delete_elem(&managed_allocs, &k);
+	index_chunks(tgid, base, size, false);
+	__sync_fetch_and_add(&managed_live, -1);
+	return pages;
+}
+
+/* Close the thread's outermost window and send its record. */
+static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
+{
+	struct umt_call_rec *r;
+	__u64 id = bpf_get_current_pid_tgid();
+
+	__u64 handle = w->handle, faulted = 0;
+	bool ok = end == UMT_END_RETURNED && ret == 0;
+
+	w->depth = 0;
+	__sync_fetch_and_add(&open_windows, -1);
+	guard_release(&w->reserved);
+	if (ok && w->out_ptr)
+		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);
+	/* Kept whether or not the record finds room in the ring buffer. */
+	if (track_managed && ok && (w->cookie & UMT_CK_MANAGED))
+		managed_register(id >> 32, handle, w->size);
+	if (track_managed && ok && (w->cookie & UMT_CK_FREE) && READ_ONCE(managed_live))
+		faulted = managed_unregister(id >> 32, handle);
+
+	r = rec_reserve(sizeof(*r));
+	if (!r)
+		return;
+	r->type = UMT_REC_CALL;
+	r->api = UMT_CK_API(w->cookie);
+	r->ts_ns = w->ts_ns;
+	r->duration_ns = bpf_ktime_get_ns() - w->ts_ns;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->size = w->size;
+	r->flags = w->flags;
+	r->handle = handle;
+	r->faulted_pages = faulted;
+	r->device_pages = w->device_pages;
+	r->aux = w->aux;
+	r->ret = ret;
+	r->end = end;
+	r->pages_taken = w->pages_taken;
+	r->pages_freed = w->pages_freed;
+	r->is_free = !!(w->cookie & UMT_CK_FREE);
+	r->stack_len = w->stack_len;
+	__builtin_memcpy(r->comm, w->comm, sizeof(r->comm));
+	__builtin_memcpy(r->pcomm, w->pcomm, sizeof(r->pcomm));
+	__builtin_memcpy(r->stack, w->stack, sizeof(r->stack));
+	bpf_ringbuf_submit(r, submit_flags());
+}
+
+static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
+				      __u64 ck)
+{
+	unsigned int i;
+
+	load_args(w, ctx);
+	w->out_ptr = 0;
+	w->handle = 0;
+	w->size = 0;
+	w->flags = 0;
+	w->aux = 0;
+	i = UMT_CK_OUT(ck);
+	if (i != UMT_ARG_NONE)
+		w->out_ptr = arg_of(w, i);
+	i = UMT_CK_HANDLE(ck);
+	if (i != UMT_ARG_NONE)
+		w->handle = arg_of(w, i);
+	i = UMT_CK_SIZE(ck);
+	if (i != UMT_ARG_NONE)
+		w->size = arg_of(w, i);
+	if (ck & UMT_CK_SIZE32)
+		w->size = (__u32)w->size;
+	i = UMT_CK_SIZE2(ck);
+	if (i != UMT_ARG_NONE)
+		w->size *= (ck & UMT_CK_SIZE32) ? (__u32)arg_of(w, i) :
+						   arg_of(w, i);
+	i = UMT_CK_FLAGS(ck);
+	if (i != UMT_ARG_NONE)
+		w->flags = arg_of(w, i);
+	i = UMT_CK_AUX(ck);
+	if (i != UMT_ARG_NONE)
+		w->aux = arg_of(w, i);
+	if (ck & UMT_CK_HANDLE32)
+		w->handle = (__u32)w->handle;
+}
+
+/*
+ * At a function's first instruction its return address is not yet in a
+ * frame, so the frame-pointer walk from the probed instruction skips the
+ * direct caller. Kernels since 6.13 put it back themselves for uprobes;
+ * older ones do not: insert it when it is missing.
+ */
+static __always_inline void capture_stack(struct window *w, struct pt_regs *ctx)
+{
+	__u64 ra = umt_entry_return_addr(ctx);
+	long n;
+	int i;
+
+	n = bpf_get_stack(ctx, w->stack, sizeof(w->stack), BPF_F_USER_STACK);
+	if (n <= 0) {
+		w->stack[0] = PT_REGS_IP(ctx);
+		w->stack[1] = ra;
+		w->stack_len = 2 * sizeof(w->stack[0]);
+		return;
+	}
+	w->stack_len = n;
+	if (n >= 2 * sizeof(w->stack[0]) && w->stack[1] == ra)
+		return;
+	for (i = UMT_STACK_MAX - 1; i > 1; i--)
+		w->stack[i] = w->stack[i - 1];
+	w->stack[1] = ra;
+	if (n < sizeof(w->stack))
+		w->stack_len = n + sizeof(w->stack[0]);
+}
+
+/*
+ * Copy up to ustack_bytes of user stack from sp up into buf; returns the
+ * bytes copied. The stack may end sooner: the top of the main thread's
+ * stack is a few KiB above main, and a thread's runs into its TLS and
+ * then whatever is mapped next. A read that crosses the end fails whole
+ * and leaves nothing, so find the end first: readability changes only at
+ * page boundaries, and one byte read at each boundary above sp says
+ * whether the page from there on is there (4 KiB steps: right for larger
+ * pages too). At most one probe faults; then one read copies it all.
+ */
+static __always_inline __u32 copy_user_stack(__u8 *buf, __u64 sp)
+{
+	__u64 next = (sp | (UMT_PAGE_MIN - 1)) + 1;	/* first boundary above sp */
+	__u64 want = ustack_bytes, len = next - sp;	/* 64-bit: see below */
+	__u8 probe;
+	int i;
+
+	for (i = 0; i < UMT_USTACK_MAX / UMT_PAGE_MIN; i++) {
+		if (len >= want)
+			break;
+		if (bpf_probe_read_user(&probe, sizeof(probe),
+					(void *)(next + i * UMT_PAGE_MIN)))
+			break;
+		len += UMT_PAGE_MIN;
+	}
+	if (len > want)
+		len = want;
+	/*
+	 * want is bounded already, but the verifier must see it on the very
+	 * register passed as the size: compared as 32 bits, clang checks a
+	 * zero-extended copy and passes the original.
+	 */
+	if (len > UMT_USTACK_MAX)
+		len = UMT_USTACK_MAX;
+	if (bpf_probe_read_user(buf, len, (void *)sp))
+		return 0;
+	return len;
+}
+
+/*
+ * Reserve and fill the call's raw stack record, all but its ts_ns: the
+ * caller stamps that once the copy is done, so the copy's cost stays out
+ * of the call's duration. Reserved in place: 8 KiB is not copied twice.
+ */
+static __always_inline struct umt_ustack_rec *ustack_reserve(struct pt_regs *ctx,
+							     __u64 id)
+{
+	struct umt_ustack_rec *r;
+
+	r = rec_reserve(sizeof(*r));
+	if (!r)
+		return NULL;
+	r->type = UMT_REC_USTACK;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->machine = UMT_EM_MACHINE;
+	r->nregs = umt_user_regs(ctx, r->regs);
+	r->pc = PT_REGS_IP(ctx);
+	r->sp = PT_REGS_SP(ctx);
+	r->pad = 0;
+	r->stack_len = copy_user_stack(r->stack, r->sp);
+	return r;
+}
+
+static __always_inline void note_gpu_proc(__u32 tgid)
+{
+	struct umt_gpu_proc zero = {};
+
+	if (!bpf_map_lookup_elem(&gpu_procs, &tgid))
+		bpf_map_update_elem(&gpu_procs, &tgid, &zero, BPF_NOEXIST);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(gpu_call_entry)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 ck = bpf_get_attach_cookie(ctx);
+	__u64 sp = PT_REGS_SP(ctx);
+	struct umt_ustack_rec *us = NULL;
+	struct window *w;
+
+	if (!pid_in_scope(task->tgid))
+		return 0;
+	w = bpf_task_storage_get(&windows, task, 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w) {
+		__sync_fetch_and_add(&storage_failed, 1);
+		return 0;
+	}
+	if (w->depth) {
+		/* Deeper on the stack: libcuda calling its own entry point. */
+		if (sp < w->sp) {
+			w->depth++;
+			return 0;
+		}
+		/* Not deeper: the open call returned without its probe. */
+		close_window(w, UMT_END_LOST_RETURN, 0);
+	}
+	note_gpu_proc(task->tgid);
+	w->cookie = ck;
+	w->sp = sp;
+	w->pages_taken = 0;
+	w->device_pages = 0;
+	w->pages_freed = 0;
+	fill_args(w, ctx, ck);
+	w->reserved = guard_admit(ck, w->size);
+	w->slack = guard_slack(w->reserved);
+	bpf_get_current_comm(w->comm, sizeof(w->comm));
+	bpf_probe_read_kernel_str(w->pcomm, sizeof(w->pcomm), task->group_leader->comm);
+	capture_stack(w, ctx);
+	if (ustack_bytes) {
+		if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) < ustack_max_backlog)
+			us = ustack_reserve(ctx, bpf_get_current_pid_tgid());
+		else
+			__sync_fetch_and_add(&ustack_skipped, 1);
+	}
+	w->ts_ns = bpf_ktime_get_ns();
+	if (us) {
+		us->ts_ns = w->ts_ns;
+		bpf_ringbuf_submit(us, submit_flags());
+	}
+	w->depth = 1;
+	__sync_fetch_and_add(&open_windows, 1);
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(gpu_call_return)
+{
+	struct window *w;
+
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (!w || !w->depth)
+		return 0;
+	if (w->depth > 1) {
+		w->depth--;
+		return 0;
+	}
+	close_window(w, UMT_END_RETURNED, (__s32)PT_REGS_RC(ctx));
+	return 0;
+}
+
+static __always_inline void close_on(struct task_struct *task, __u32 end)
+{
+	struct window *w;
+
+	if (!READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
+		return;
+	w = bpf_task_storage_get(&windows, task, 0, 0);
+	if (!w)
+		return;
+	if (w->fault_base) {
+		w->fault_base = 0;
+		__sync_fetch_and_add(&faults_pending, -1);
+	}
+	if (w->depth)
+		close_window(w, end, 0);
+}
+
+/*
+ * Callbacks change nothing in their context: the verifier walks callback
+ * iterations until their states converge, and a counter there never does.
+ */
+static long forget_managed_alloc(struct bpf_map *map, struct umt_managed_key *k,
+				 void *value, __u32 *tgid)
+{
+	if (k->tgid == *tgid && !bpf_map_delete_elem(map, k))
+		__sync_fetch_and_add(&managed_live, -1);
+	return 0;
+}
+
+static long forget_managed_chunk(struct bpf_map *map, struct umt_managed_key *k,
+				 void *value, __u32 *tgid)
+{
+	if (k->tgid == *tgid)
+		bpf_map_delete_elem(map, k);
+	return 0;
+}
+
+/* Managed memory the process never freed goes with it. */
+static __always_inline void forget_managed(__u32 tgid)
+{
+	if (!track_managed || !READ_ONCE(managed_live))
+		return;
+	bpf_for_each_map_elem(&managed_allocs, forget_managed_alloc, &tgid, 0);
+	bpf_for_each_map_elem(&managed_chunks, forget_managed_chunk, &tgid, 0);
+}
+
+static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgid)
+{
+	struct umt_proc_exit_rec *r;
+
+	if (bpf_map_delete_elem(&gpu_procs, &tgid))
+		return;	/* made no GPU call */
+	forget_managed(tgid);
+	r = rec_reserve(sizeof(*r));
+	if (!r)
+		return;
+	r->type = UMT_REC_PROC_EXIT;
+	r->pid = tgid;
+	r->ts_ns = bpf_ktime_get_ns();
+	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), task->group_leader->comm);
+	bpf_ringbuf_submit(r, submit_flags());
+}
+
+/*
+ * A thread that dies inside a GPU call still gets its record. The last
+ * thread out takes the process's GPU memory with it: do_exit() has already
+ * dropped signal->live to zero for it when this fires.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(task_exit, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	close_on(task, UMT_END_EXITED);
+	if (BPF_CORE_READ(task, signal, live.counter))
+		return 0;
+	report_proc_exit(task, tgid);
+	if (filter_pids)
+		bpf_map_delete_elem(&traced_pids, &tgid);
+	return 0;
+}
+
+/* execve drops pending return probes: close the window here instead. */
+/*
+ * Linux 6.10+: exec is about to tear down the old image. A window closed
+ * here does not count the old address space's pages being freed.
+ */
+SEC("tp_btf/sched_prepare_exec")
+int BPF_PROG(task_prepare_exec, struct task_struct *task, struct linux_binprm *bprm)
+{
+	close_on(task, UMT_END_EXECED);
+	return 0;
+}
+
+/*
+ * The old image is gone, and with it its CUDA context and everything the
+ * driver allocated for it: to user space that is the old process's exit.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(task_exec, struct task_struct *task)
+{
+	__u32 tgid = task->tgid;
+
+	close_on(task, UMT_END_EXECED);
+	report_proc_exit(task, tgid);
+	guard_note_name(tgid, task->comm);
+	return 0;
+}
+
+/* Children of traced processes are traced too (only with filter_pids). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid == ctgid)
+		return 0;
+	if (!bpf_map_lookup_elem(&traced_pids, &ptgid))
+		return 0;
+	bpf_map_update_elem(&traced_pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}

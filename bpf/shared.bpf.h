@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What every program file of the umtrace object uses. The .bpf.c files
+ * of bpf/ (but libcuda_scan's, an object of its own) are compiled apart and
+ * linked into one object by bpftool gen object, one skeleton: a map or a
+ * global is defined in one file and declared extern where others use it.
+ * These are shared.bpf.c's: the thread's window of an open GPU call, the
+ * ring buffer, the processes that made GPU calls, the pid filter, and the
+ * counters user space reads.
+ */
+#ifndef UMTRACE_SHARED_BPF_H
+#define UMTRACE_SHARED_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "umtrace.h"
+#include "cookie.h"
+#include "ctx.bpf.h"
+
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+
+/* Set by user space before load. */
+extern const volatile bool filter_pids;	/* only traced_pids' processes */
+/*
+ * Wake the reader only once this much is waiting (0: every record). The
+ * reader polls with a timeout anyway; a wake-up per record cost more CPU
+ * than everything else umtrace does per call.
+ */
+extern const volatile __u64 wakeup_bytes;
+
+/*
+ * Windows open right now, host-wide. The page hooks read it first so that
+ * a host with no GPU call in flight pays one load per page and nothing
+ * more. Written only at GPU call entry and exit.
+ */
+extern __s64 open_windows;
+
+/* Counters for user space; none of them is touched per page. */
+extern __u64 rec_total;
+extern __u64 rec_dropped;
+
+/* A GPU call in flight on a thread: its task-local storage. */
+struct window {
+	__u64 cookie;
+	__u64 ts_ns;
+	__u64 sp;		/* user stack pointer at entry */
+	__u64 out_ptr;		/* where the call writes its result */
+	__u64 size;
+	__u64 flags;
+	__u64 handle;
+	__u64 aux;
+	__u64 pages_taken;
+	__u64 pages_freed;
+	__u64 args[5];		/* argument registers at entry */
+	__u64 fault_base;	/* managed allocation the last CPU fault hit, 0: none */
+	__s64 reserved;		/* guard: pages admitted and not yet taken */
+	__s64 slack;		/* guard: pages past them not stopped on */
+	__u64 device_pages;	/* taken on device nodes, not host RAM */
+	__u32 depth;		/* > 1 while libcuda calls itself */
+	__u32 stack_len;
+	__u32 compacting;	/* compactions in progress in the thread: its
+				 * frees meanwhile are not its own */
+	char comm[TASK_COMM_LEN];
+	char pcomm[TASK_COMM_LEN];
+	__u64 stack[UMT_STACK_MAX];
+};
+
+struct windows_map {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct window);
+};
+extern struct windows_map windows SEC(".maps");
+
+struct events_map {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);	/* user space may resize */
+};
+extern struct events_map events SEC(".maps");
+
+/* Processes in scope when filter_pids is set (tgid -> 1). */
+struct traced_pids_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u32);
+	__type(value, __u8);
+};
+extern struct traced_pids_map traced_pids SEC(".maps");
+
+/*
+ * Processes that made a GPU call: their exit is reported, and with
+ * count_outside the host pages they take and free outside GPU calls.
+ */
+struct gpu_procs_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct umt_gpu_proc);
+};
+extern struct gpu_procs_map gpu_procs SEC(".maps");
+
+static __always_inline bool pid_in_scope(__u32 tgid)
+{
+	if (!filter_pids)
+		return true;
+	return bpf_map_lookup_elem(&traced_pids, &tgid) != NULL;
+}
+
+static __always_inline __u64 submit_flags(void)
+{
+	if (!wakeup_bytes)
+		return 0;
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+/* Room for a record, counted; NULL (counted as dropped) when full. */
+static __always_inline void *rec_reserve(__u64 size)
+{
+	void *r;
+
+	__sync_fetch_and_add(&rec_total, 1);
+	r = bpf_ringbuf_reserve(&events, size, 0);
+	if (!r)
+		__sync_fetch_and_add(&rec_dropped, 1);
+	return r;
+}
+
+/* The window of the current thread, if a GPU call is in flight on it. */
+static __always_inline struct window *current_window(void)
+{
+	struct window *w;
+
+	if (!READ_ONCE(open_windows))
+		return NULL;
+	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	if (!w || !w->depth)
+		return NULL;
+	return w;
+}
+
+#endif /* UMTRACE_SHARED_BPF_H */
