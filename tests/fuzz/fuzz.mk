@@ -31,8 +31,10 @@ UMT_FUZZ_CFLAGS := -Wall -Wextra -Werror -std=gnu11 -g -O1 -fsanitize=fuzzer,add
 
 # Each target: the module under test and what it needs, nothing that
 # loads BPF. fuzz_proc compiles user/attach/libcuda.c in itself (see the file).
-UMT_FUZZ_SRCS_recording := user/rec/recording.c user/rec/recfile.c user/lib/meminfo.c \
-	user/lib/numa.c user/lib/page.c user/lib/procfs.c user/lib/units.c user/model/callsites.c
+UMT_FUZZ_SRCS_recording := user/rec/recording_read.c user/rec/recording_write.c \
+	user/rec/rec_sample.c user/rec/recfile_read.c user/rec/recfile_write.c user/lib/meminfo.c \
+	user/lib/numa.c user/lib/page.c user/lib/procfs.c user/lib/strtab.c user/lib/hashtab.c \
+	user/lib/units.c user/model/callsites.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
 	user/guard/scope.c user/lib/procfs.c user/lib/units.c

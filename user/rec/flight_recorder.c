@@ -2,20 +2,18 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "lib/clock.h"
+#include "lib/hashtab.h"
 #include "rec/flight_recorder.h"
 
-enum fr_type {
-	FR_CALL = 1,
-	FR_EXIT,
-	FR_SAMPLE,
-	FR_STOP,
-};
-
-/* A symbolized stack with its strings in the same allocation. */
+/*
+ * A symbolized stack with its strings in the same allocation. The
+ * strings are its own, not interned with other stacks': they go with the
+ * stack's last call, and the budget counts them.
+ */
 struct fr_stack {
-	struct fr_stack *next;	/* hash chain */
 	uint64_t hash;
+	uint32_t id;		/* its place in flight_recorder.stacks */
 	uint32_t refs;		/* calls held that have it */
 	uint32_t n;
 	size_t bytes;		/* its allocation, counted in the budget */
@@ -34,7 +32,7 @@ struct fr_call {
 
 struct fr_event {
 	uint64_t ts_ns;
-	uint32_t type;
+	enum rec_type type;	/* REC_CALL, REC_EXIT, REC_SAMPLE or REC_STOP */
 	union {
 		struct fr_call call;
 		struct {
@@ -51,16 +49,17 @@ struct flight_recorder {
 	size_t max_bytes;
 	struct fr_event *ev;	/* a ring: ev[head], ... count of them */
 	size_t cap, head, count;
-	struct fr_stack **buckets;
-	size_t n_buckets, n_stacks;
-	size_t bytes;		/* ev's capacity, stacks and stops */
+	struct hashtab stack_index;	/* stack hash -> id */
+	struct fr_stack **stacks;	/* by id, 0 .. n_stacks - 1 */
+	size_t n_stacks, cap_stacks;
+	size_t bytes;		/* ev's capacity, stacks and stops (see held()) */
 	uint64_t calls, evicted, newest_ns;
 	struct rec_info info;
 	bool info_set;
 };
 
 #define INITIAL_EVENTS	64
-#define INITIAL_BUCKETS	256
+#define INITIAL_STACKS	256
 
 struct flight_recorder *flight__new(uint64_t window_ns, size_t max_bytes)
 {
@@ -75,45 +74,35 @@ struct flight_recorder *flight__new(uint64_t window_ns, size_t max_bytes)
 		return NULL;
 	fr->window_ns = window_ns;
 	fr->max_bytes = max_bytes;
-	fr->n_buckets = INITIAL_BUCKETS;
-	fr->buckets = calloc(fr->n_buckets, sizeof(*fr->buckets));
-	if (!fr->buckets) {
-		free(fr);
-		return NULL;
-	}
-	fr->bytes = fr->n_buckets * sizeof(*fr->buckets);
 	return fr;
+}
+
+/* Everything held against the budget: fr->bytes and the stacks' index. */
+static size_t held(const struct flight_recorder *fr)
+{
+	return fr->bytes + hashtab__bytes(&fr->stack_index) +
+	       fr->cap_stacks * sizeof(*fr->stacks);
 }
 
 /* ---- stacks ---- */
 
-static uint64_t mix(uint64_t h, uint64_t v)
+static uint64_t str_hash(const char *s)
 {
-	h = (h ^ v) * 0xff51afd7ed558ccdULL;
-	return h ^ (h >> 32);
-}
-
-static uint64_t mix_str(uint64_t h, const char *s)
-{
-	if (!s)
-		return mix(h, 0x5bd1e995);
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return mix(h, 1);
+	return s ? hash__bytes(s, strlen(s)) : 0x5bd1e995;
 }
 
 static uint64_t stack_hash(const struct sym_frame *f, size_t n)
 {
-	uint64_t h = mix(0x9e3779b97f4a7c15ULL, n);
+	uint64_t h = hash__add(0x9e3779b97f4a7c15ULL, n);
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		h = mix_str(h, f[i].func);
-		h = mix_str(h, f[i].module);
-		h = mix(h, f[i].addr);
-		h = mix(h, f[i].offset);
+		h = hash__add(h, str_hash(f[i].func));
+		h = hash__add(h, str_hash(f[i].module));
+		h = hash__add(h, f[i].addr);
+		h = hash__add(h, f[i].offset);
 	}
-	return h;
+	return hash__mix(h);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -173,63 +162,70 @@ static struct fr_stack *stack_new(const struct sym_frame *f, size_t n, uint64_t 
 	return s;
 }
 
-/* More buckets when chains grow; failing that, longer chains. */
-static void buckets_grow(struct flight_recorder *fr)
+static int stacks_grow(struct flight_recorder *fr)
 {
-	size_t n = fr->n_buckets * 2, i;
-	struct fr_stack **b = calloc(n, sizeof(*b)), *s, *next;
+	size_t cap = fr->cap_stacks ? fr->cap_stacks * 2 : INITIAL_STACKS;
+	struct fr_stack **v = realloc(fr->stacks, cap * sizeof(*v));
 
-	if (!b)
-		return;
-	for (i = 0; i < fr->n_buckets; i++)
-		for (s = fr->buckets[i]; s; s = next) {
-			next = s->next;
-			s->next = b[s->hash & (n - 1)];
-			b[s->hash & (n - 1)] = s;
-		}
-	free(fr->buckets);
-	fr->bytes += (n - fr->n_buckets) * sizeof(*b);
-	fr->buckets = b;
-	fr->n_buckets = n;
+	if (!v)
+		return -ENOMEM;
+	fr->stacks = v;
+	fr->cap_stacks = cap;
+	return 0;
 }
 
 static struct fr_stack *stack_get(struct flight_recorder *fr, const struct sym_frame *f,
 				  size_t n)
 {
 	uint64_t h = stack_hash(f, n);
-	struct fr_stack *s, **head;
+	struct hashtab_iter it;
+	struct fr_stack *s;
+	uint32_t id;
 
-	head = &fr->buckets[h & (fr->n_buckets - 1)];
-	for (s = *head; s; s = s->next)
+	for (id = hashtab__first(&fr->stack_index, h, &it); id != HASHTAB_NONE;
+	     id = hashtab__next(&fr->stack_index, &it)) {
+		s = fr->stacks[id];
 		if (s->hash == h && stack_eq(s, f, n)) {
 			s->refs++;
 			return s;
 		}
+	}
+	if (fr->n_stacks == fr->cap_stacks && stacks_grow(fr))
+		return NULL;
 	s = stack_new(f, n, h);
 	if (!s)
 		return NULL;
+	s->id = (uint32_t)fr->n_stacks;
+	if (hashtab__add(&fr->stack_index, h, s->id)) {
+		free(s);
+		return NULL;
+	}
 	s->refs = 1;
-	s->next = *head;
-	*head = s;
+	fr->stacks[fr->n_stacks++] = s;
 	fr->bytes += s->bytes;
-	if (++fr->n_stacks > fr->n_buckets)
-		buckets_grow(fr);
 	return s;
 }
 
+/*
+ * Free s with its last call. The last stack moves into its place, so ids
+ * stay 0 .. n_stacks - 1; re-adding it after two removals cannot need
+ * more room.
+ */
 static void stack_put(struct flight_recorder *fr, struct fr_stack *s)
 {
-	struct fr_stack **p;
+	struct fr_stack *last;
 
 	if (!s || --s->refs)
 		return;
-	for (p = &fr->buckets[s->hash & (fr->n_buckets - 1)]; *p; p = &(*p)->next)
-		if (*p == s) {
-			*p = s->next;
-			break;
-		}
+	hashtab__del(&fr->stack_index, s->hash, s->id);
+	last = fr->stacks[--fr->n_stacks];
+	if (last != s) {
+		hashtab__del(&fr->stack_index, last->hash, last->id);
+		last->id = s->id;
+		fr->stacks[last->id] = last;
+		hashtab__add(&fr->stack_index, last->hash, last->id);
+	}
 	fr->bytes -= s->bytes;
-	fr->n_stacks--;
 	free(s);
 }
 
@@ -239,10 +235,10 @@ static void evict_head(struct flight_recorder *fr)
 {
 	struct fr_event *e = &fr->ev[fr->head];
 
-	if (e->type == FR_CALL) {
+	if (e->type == REC_CALL) {
 		stack_put(fr, e->call.stack);
 		fr->calls--;
-	} else if (e->type == FR_STOP) {
+	} else if (e->type == REC_STOP) {
 		free(e->stop);
 		fr->bytes -= sizeof(*e->stop);
 	}
@@ -256,7 +252,7 @@ static int ring_grow(struct flight_recorder *fr)
 	size_t cap = fr->cap ? fr->cap * 2 : INITIAL_EVENTS, i;
 	struct fr_event *ev;
 
-	if (fr->bytes + (cap - fr->cap) * sizeof(*ev) > fr->max_bytes)
+	if (held(fr) + (cap - fr->cap) * sizeof(*ev) > fr->max_bytes)
 		return -ENOSPC;
 	ev = malloc(cap * sizeof(*ev));
 	if (!ev)
@@ -272,7 +268,8 @@ static int ring_grow(struct flight_recorder *fr)
 }
 
 /* A free slot at the tail: more room within the budget, or the oldest's. */
-static struct fr_event *ring_push(struct flight_recorder *fr, uint64_t ts_ns, uint32_t type)
+static struct fr_event *ring_push(struct flight_recorder *fr, uint64_t ts_ns,
+				  enum rec_type type)
 {
 	struct fr_event *e;
 
@@ -294,7 +291,7 @@ static void trim(struct flight_recorder *fr, uint64_t ts_ns)
 {
 	if (ts_ns > fr->newest_ns)
 		fr->newest_ns = ts_ns;
-	while (fr->count > 1 && fr->bytes > fr->max_bytes)
+	while (fr->count > 1 && held(fr) > fr->max_bytes)
 		evict_head(fr);
 	flight__expire(fr, fr->newest_ns);
 }
@@ -321,7 +318,7 @@ int flight__add_call(struct flight_recorder *fr, const struct umt_call_rec *r,
 		n = REC_FRAMES_MAX;
 	if (n && !(stack = stack_get(fr, frames, n)))
 		return -ENOMEM;
-	e = ring_push(fr, r->ts_ns, FR_CALL);
+	e = ring_push(fr, r->ts_ns, REC_CALL);
 	if (!e) {
 		stack_put(fr, stack);
 		return -ENOMEM;
@@ -343,7 +340,7 @@ int flight__add_call(struct flight_recorder *fr, const struct umt_call_rec *r,
 
 int flight__add_exit(struct flight_recorder *fr, const struct umt_proc_exit_rec *r)
 {
-	struct fr_event *e = ring_push(fr, r->ts_ns, FR_EXIT);
+	struct fr_event *e = ring_push(fr, r->ts_ns, REC_EXIT);
 
 	if (!e)
 		return -ENOMEM;
@@ -355,7 +352,7 @@ int flight__add_exit(struct flight_recorder *fr, const struct umt_proc_exit_rec 
 
 int flight__add_sample(struct flight_recorder *fr, const struct rec_sample *s)
 {
-	struct fr_event *e = ring_push(fr, s->ts_ns, FR_SAMPLE);
+	struct fr_event *e = ring_push(fr, s->ts_ns, REC_SAMPLE);
 
 	if (!e)
 		return -ENOMEM;
@@ -371,7 +368,7 @@ int flight__add_stop(struct flight_recorder *fr, const struct rec_stop *s)
 
 	if (!copy)
 		return -ENOMEM;
-	e = ring_push(fr, s->ts_ns, FR_STOP);
+	e = ring_push(fr, s->ts_ns, REC_STOP);
 	if (!e) {
 		free(copy);
 		return -ENOMEM;
@@ -397,7 +394,7 @@ void flight__stats(const struct flight_recorder *fr, struct flight_stats *st)
 	st->events = fr->count;
 	st->calls = fr->calls;
 	st->stacks = fr->n_stacks;
-	st->bytes = fr->bytes;
+	st->bytes = held(fr);
 	st->evicted = fr->evicted;
 	for (i = 0; i < fr->count; i++) {
 		uint64_t ts = fr->ev[(fr->head + i) % fr->cap].ts_ns;
@@ -418,7 +415,7 @@ static int dump_event(struct recording_writer *w, const struct fr_event *e)
 	struct umt_call_rec r;
 
 	switch (e->type) {
-	case FR_CALL:
+	case REC_CALL:
 		memset(&r, 0, sizeof(r));
 		r.type = UMT_REC_CALL;
 		r.api = c->api;
@@ -441,30 +438,29 @@ static int dump_event(struct recording_writer *w, const struct fr_event *e)
 		memcpy(r.pcomm, c->pcomm, TASK_COMM_LEN);
 		return recording_writer__add_call(w, &r, c->stack ? c->stack->frames : NULL,
 						  c->stack ? c->stack->n : 0);
-	case FR_EXIT:
+	case REC_EXIT:
 		memset(&x, 0, sizeof(x));
 		x.type = UMT_REC_PROC_EXIT;
 		x.pid = e->exit.pid;
 		x.ts_ns = e->ts_ns;
 		memcpy(x.comm, e->exit.comm, TASK_COMM_LEN);
 		return recording_writer__add_exit(w, &x);
-	case FR_SAMPLE:
+	case REC_SAMPLE:
 		return recording_writer__add_sample(w, &e->sample);
-	case FR_STOP:
+	case REC_STOP:
 		return recording_writer__add_stop(w, e->stop);
+	default:
+		return 0;
 	}
-	return 0;
 }
 
 int flight__dump_flags(struct flight_recorder *fr, const char *path, unsigned int flags)
 {
 	struct recording_writer *w;
-	struct timespec ts;
 	size_t i;
 	int err = 0, cerr;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	flight__expire(fr, (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+	flight__expire(fr, clock__mono_ns());
 	/* Strings and stacks get the dump's own ids: the file stands alone. */
 	w = recording_writer__open(path, flags);
 	if (!w)
@@ -489,6 +485,7 @@ void flight__free(struct flight_recorder *fr)
 	while (fr->count)
 		evict_head(fr);
 	free(fr->ev);
-	free(fr->buckets);
+	free(fr->stacks);
+	hashtab__free(&fr->stack_index);
 	free(fr);
 }

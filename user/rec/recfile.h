@@ -2,8 +2,9 @@
 /*
  * The recording file's container: a header, then a sequence of chunks,
  * each compressed on its own (zlib) and carrying its lengths and a
- * CRC-32. What the chunks hold is user/rec/recording.c's business; this knows
- * nothing of record types.
+ * CRC-32. What the chunks hold is the records' business (rec/recording.h);
+ * this knows nothing of record types. Written by recfile_write.c, read
+ * by recfile_read.c.
  *
  * A chunk goes to the file with write(2) as soon as it holds
  * RECFILE_CHUNK_BYTES or its oldest byte is RECFILE_FLUSH_MS old, so a

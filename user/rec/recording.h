@@ -46,6 +46,21 @@
 #include "stacks/symbolize.h"
 #include "umtrace.h"
 
+/*
+ * The kinds of record a recording holds, by their number in the file
+ * (never renumbered). The flight recorder keeps its events as the same
+ * kinds: CALL, EXIT, SAMPLE and STOP are what it holds and dumps.
+ */
+enum rec_type {
+	REC_STR = 1,
+	REC_STACK = 2,
+	REC_CALL = 3,
+	REC_EXIT = 4,
+	REC_SAMPLE = 5,
+	REC_STOP = 6,
+	REC_INFO = 7,
+};
+
 /* Frames kept per stack; deeper stacks are cut. */
 #define REC_FRAMES_MAX		256
 #define REC_STR_MAX		65536

@@ -1,42 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * Two open-addressing hash tables with linear probing, kept at most half
- * full: interned names, and stacks keyed by (pid, comm id, frame ids). A
- * million samples over a few thousand stacks cost a few hash probes each
- * and no allocation once their names and stacks are known.
+ * Two hash tables (lib/hashtab.h): interned names (lib/strtab.h), and
+ * stacks keyed by (pid, comm id, frame ids). A million samples over a few
+ * thousand stacks cost a few hash probes each and no allocation once their
+ * names and stacks are known.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "lib/hashtab.h"
+#include "lib/strtab.h"
 #include "stacks/stackset.h"
 
-#define NO_ID UINT32_MAX
-#define MIN_SLOTS 64
-
-struct name_tab {
-	char **strs;		/* by id; each its own allocation, so never moves */
-	uint64_t *hashes;	/* by id */
-	size_t n, cap;
-	uint32_t *slots;	/* id + 1; 0 is empty */
-	size_t n_slots;		/* a power of two */
-};
+#define NO_ID STRTAB_NONE
 
 struct stack_ent {
 	struct stack pub;
-	uint64_t hash;
 	uint32_t comm_id;
 	/* n_frames name pointers, then n_frames ids: one allocation */
 	const char *frames[];
 };
 
 struct stackset {
-	struct name_tab names;
+	struct strtab names;
 	struct stack_ent **stacks;	/* in the order first added */
 	size_t n, cap;
-	uint32_t *slots;		/* index into stacks + 1; 0 is empty */
-	size_t n_slots;
+	struct hashtab index;		/* stack hash -> index into stacks */
 	size_t max_stacks;
 	uint64_t refused;
 	uint64_t totals[STACK_VAL__COUNT];
@@ -157,120 +148,24 @@ size_t text__clean(char *dst, size_t len, const char *src)
 	return o;
 }
 
-/* Plain printable ASCII that fits needs no copy: nearly every symbol name. */
-static bool is_clean(const char *s)
+/*
+ * Plain printable ASCII that fits needs no copy: nearly every symbol
+ * name. *len gets its length when it is.
+ */
+static bool is_clean(const char *s, size_t *len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
 	for (; *p; p++)
 		if (*p < 0x20 || *p >= 0x7f)
 			return false;
-	return p - (const unsigned char *)s <= STACKSET_NAME_MAX;
-}
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-/* A finalizer that spreads word-wise FNV over the low bits used as slots. */
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
+	*len = p - (const unsigned char *)s;
+	return *len <= STACKSET_NAME_MAX;
 }
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
 	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static size_t name_slot(const struct name_tab *t, const char *s, uint64_t h)
-{
-	size_t mask = t->n_slots - 1, i = h & mask;
-
-	while (t->slots[i]) {
-		uint32_t id = t->slots[i] - 1;
-
-		if (t->hashes[id] == h && !strcmp(t->strs[id], s))
-			break;
-		i = (i + 1) & mask;
-	}
-	return i;
-}
-
-static uint32_t names_find(const struct name_tab *t, const char *s, uint64_t h)
-{
-	size_t i = name_slot(t, s, h);
-
-	return t->slots[i] ? t->slots[i] - 1 : NO_ID;
-}
-
-static int names_grow(struct name_tab *t)
-{
-	size_t n_slots = t->n_slots * 2, i, j, mask = n_slots - 1;
-	uint32_t *slots;
-
-	slots = calloc(n_slots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < t->n; i++) {
-		j = t->hashes[i] & mask;
-		while (slots[j])
-			j = (j + 1) & mask;
-		slots[j] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->n_slots = n_slots;
-	return 0;
-}
-
-static int names_intern(struct name_tab *t, const char *s, uint64_t h, uint32_t *id)
-{
-	size_t i;
-	char *dup;
-
-	i = name_slot(t, s, h);
-	if (t->slots[i]) {
-		*id = t->slots[i] - 1;
-		return 0;
-	}
-	if (t->n >= NO_ID - 1)
-		return -ENOMEM;
-	if ((t->n + 1) * 2 > t->n_slots) {
-		if (names_grow(t))
-			return -ENOMEM;
-		i = name_slot(t, s, h);
-	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		char **strs = realloc(t->strs, cap * sizeof(*strs));
-		uint64_t *hashes;
-
-		if (!strs)
-			return -ENOMEM;
-		t->strs = strs;
-		hashes = realloc(t->hashes, cap * sizeof(*hashes));
-		if (!hashes)
-			return -ENOMEM;
-		t->hashes = hashes;
-		t->cap = cap;
-	}
-	dup = strdup(s);
-	if (!dup)
-		return -ENOMEM;
-	t->strs[t->n] = dup;
-	t->hashes[t->n] = h;
-	t->slots[i] = (uint32_t)t->n + 1;
-	*id = (uint32_t)t->n++;
-	return 0;
 }
 
 struct stackset *stackset__new(size_t max_stacks)
@@ -280,15 +175,6 @@ struct stackset *stackset__new(size_t max_stacks)
 	if (!set)
 		return NULL;
 	set->max_stacks = max_stacks ? max_stacks : STACKSET_MAX_STACKS;
-	set->names.n_slots = MIN_SLOTS;
-	set->names.slots = calloc(MIN_SLOTS, sizeof(*set->names.slots));
-	set->n_slots = MIN_SLOTS;
-	set->slots = calloc(MIN_SLOTS, sizeof(*set->slots));
-	if (!set->names.slots || !set->slots) {
-		stackset__free(set);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return set;
 }
 
@@ -301,25 +187,21 @@ void stackset__free(struct stackset *set)
 	for (i = 0; i < set->n; i++)
 		free(set->stacks[i]);
 	free(set->stacks);
-	free(set->slots);
-	for (i = 0; i < set->names.n; i++)
-		free(set->names.strs[i]);
-	free(set->names.strs);
-	free(set->names.hashes);
-	free(set->names.slots);
+	hashtab__free(&set->index);
+	strtab__free(&set->names);
 	free(set);
 }
 
 static uint64_t stack_hash(uint32_t pid, uint32_t comm_id, const uint32_t *ids, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = hash__add(0x9e3779b97f4a7c15ULL, (uint64_t)pid << 32 | comm_id);
 	size_t i;
 
-	h = (h ^ pid) * 0x100000001b3ULL;
-	h = (h ^ comm_id) * 0x100000001b3ULL;
-	for (i = 0; i < n; i++)
-		h = (h ^ ids[i]) * 0x100000001b3ULL;
-	return mix(h);
+	for (i = 0; i + 1 < n; i += 2)
+		h = hash__add(h, (uint64_t)ids[i] << 32 | ids[i + 1]);
+	if (i < n)
+		h = hash__add(h, ids[i]);
+	return hash__mix(h ^ n);
 }
 
 static const uint32_t *ent_ids(const struct stack_ent *e, size_t n)
@@ -327,40 +209,22 @@ static const uint32_t *ent_ids(const struct stack_ent *e, size_t n)
 	return (const uint32_t *)&e->frames[n];
 }
 
-static size_t stack_slot(const struct stackset *set, uint32_t pid, uint32_t comm_id,
-			 const uint32_t *ids, size_t n, uint64_t h)
+/* The stack's index in set->stacks, or NO_ID. */
+static uint32_t stack_find(const struct stackset *set, uint32_t pid, uint32_t comm_id,
+			   const uint32_t *ids, size_t n, uint64_t h)
 {
-	size_t mask = set->n_slots - 1, i = h & mask;
+	const struct stack_ent *e;
+	struct hashtab_iter it;
+	uint32_t i;
 
-	while (set->slots[i]) {
-		const struct stack_ent *e = set->stacks[set->slots[i] - 1];
-
-		if (e->hash == h && e->pub.pid == pid && e->comm_id == comm_id &&
-		    e->pub.n_frames == n && !memcmp(ent_ids(e, n), ids, n * sizeof(*ids)))
-			break;
-		i = (i + 1) & mask;
+	for (i = hashtab__first(&set->index, h, &it); i != HASHTAB_NONE;
+	     i = hashtab__next(&set->index, &it)) {
+		e = set->stacks[i];
+		if (e->pub.pid == pid && e->comm_id == comm_id && e->pub.n_frames == n &&
+		    !memcmp(ent_ids(e, n), ids, n * sizeof(*ids)))
+			return i;
 	}
-	return i;
-}
-
-static int stacks_grow(struct stackset *set)
-{
-	size_t n_slots = set->n_slots * 2, i, j, mask = n_slots - 1;
-	uint32_t *slots;
-
-	slots = calloc(n_slots, sizeof(*slots));
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < set->n; i++) {
-		j = set->stacks[i]->hash & mask;
-		while (slots[j])
-			j = (j + 1) & mask;
-		slots[j] = (uint32_t)i + 1;
-	}
-	free(set->slots);
-	set->slots = slots;
-	set->n_slots = n_slots;
-	return 0;
+	return NO_ID;
 }
 
 static int stack_insert(struct stackset *set, uint32_t pid, uint32_t comm_id,
@@ -368,10 +232,8 @@ static int stack_insert(struct stackset *set, uint32_t pid, uint32_t comm_id,
 {
 	struct stack_ent *e;
 	uint32_t *eids;
-	size_t i, slot;
+	size_t i;
 
-	if ((set->n + 1) * 2 > set->n_slots && stacks_grow(set))
-		return -ENOMEM;
 	if (set->n == set->cap) {
 		size_t cap = set->cap ? set->cap * 2 : 256;
 		struct stack_ent **v = realloc(set->stacks, cap * sizeof(*v));
@@ -384,34 +246,35 @@ static int stack_insert(struct stackset *set, uint32_t pid, uint32_t comm_id,
 	e = calloc(1, sizeof(*e) + n * (sizeof(e->frames[0]) + sizeof(*ids)));
 	if (!e)
 		return -ENOMEM;
+	if (hashtab__add(&set->index, h, (uint32_t)set->n)) {
+		free(e);
+		return -ENOMEM;
+	}
 	eids = (uint32_t *)&e->frames[n];
 	for (i = 0; i < n; i++) {
-		e->frames[i] = set->names.strs[ids[i]];
+		e->frames[i] = strtab__str(&set->names, ids[i]);
 		eids[i] = ids[i];
 	}
-	e->hash = h;
 	e->comm_id = comm_id;
 	e->pub.pid = pid;
-	e->pub.comm = set->names.strs[comm_id];
+	e->pub.comm = strtab__str(&set->names, comm_id);
 	e->pub.comm_id = comm_id;
 	e->pub.n_frames = n;
 	e->pub.frames = e->frames;
 	e->pub.frame_ids = eids;
-	slot = stack_slot(set, pid, comm_id, ids, n, h);
 	set->stacks[set->n++] = e;
-	set->slots[slot] = (uint32_t)set->n;
 	return 0;
 }
 
 /*
  * The name as stored: s itself when it is plain, else its cleaned copy in
- * buf (STACKSET_NAME_MAX + 1 bytes).
+ * buf (STACKSET_NAME_MAX + 1 bytes). *len gets its length.
  */
-static const char *stored_name(const char *s, char *buf)
+static const char *stored_name(const char *s, char *buf, size_t *len)
 {
-	if (is_clean(s))
+	if (is_clean(s, len))
 		return s;
-	text__clean(buf, STACKSET_NAME_MAX + 1, s);
+	*len = text__clean(buf, STACKSET_NAME_MAX + 1, s);
 	return buf;
 }
 
@@ -424,12 +287,12 @@ static bool lookup_names(const struct stackset *set, const char *const *names,
 			 size_t n, uint32_t *ids, char *buf)
 {
 	bool all = true;
-	size_t i;
+	size_t i, len;
 
 	for (i = 0; i < n; i++) {
-		const char *s = stored_name(names[i], buf);
+		const char *s = stored_name(names[i], buf, &len);
 
-		ids[i] = names_find(&set->names, s, str_hash(s));
+		ids[i] = strtab__find(&set->names, s, len);
 		all &= ids[i] != NO_ID;
 	}
 	return all;
@@ -438,18 +301,18 @@ static bool lookup_names(const struct stackset *set, const char *const *names,
 static int intern_missing(struct stackset *set, const char *const *names,
 			  size_t n, uint32_t *ids, char *buf)
 {
-	size_t i;
-	int err;
+	size_t i, len;
+	bool fresh;
 
 	for (i = 0; i < n; i++) {
 		const char *s;
 
 		if (ids[i] != NO_ID)
 			continue;
-		s = stored_name(names[i], buf);
-		err = names_intern(&set->names, s, str_hash(s), &ids[i]);
-		if (err)
-			return err;
+		s = stored_name(names[i], buf, &len);
+		/* Past 2^31 names it is memory that runs out first. */
+		if (strtab__intern(&set->names, s, len, &ids[i], &fresh))
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -463,8 +326,9 @@ int stackset__add(struct stackset *set, uint32_t pid, const char *comm,
 	uint32_t ids[STACKSET_MAX_DEPTH + 2];
 	char buf[STACKSET_NAME_MAX + 1], cname[32], proc[48];
 	struct stack_ent *e;
-	size_t i, slot;
+	uint32_t found;
 	uint64_t h;
+	size_t i;
 	int err;
 
 	if (!set || !comm || !frames || !values || !n)
@@ -484,9 +348,9 @@ int stackset__add(struct stackset *set, uint32_t pid, const char *comm,
 
 	if (lookup_names(set, names, n + 2, ids, buf)) {
 		h = stack_hash(pid, ids[0], ids + 1, n + 1);
-		slot = stack_slot(set, pid, ids[0], ids + 1, n + 1, h);
-		if (set->slots[slot]) {
-			e = set->stacks[set->slots[slot] - 1];
+		found = stack_find(set, pid, ids[0], ids + 1, n + 1, h);
+		if (found != NO_ID) {
+			e = set->stacks[found];
 			goto charge;
 		}
 	}
@@ -573,10 +437,10 @@ const struct stack **stackset__sorted(const struct stackset *set)
 
 size_t stackset__n_names(const struct stackset *set)
 {
-	return set->names.n;
+	return strtab__count(&set->names);
 }
 
 const char *stackset__name(const struct stackset *set, uint32_t id)
 {
-	return id < set->names.n ? set->names.strs[id] : NULL;
+	return id < strtab__count(&set->names) ? strtab__str(&set->names, id) : NULL;
 }

@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "lib/clock.h"
 #include "stacks/unwind.h"
 
 /* Above any user address on x86 (5-level paging) and arm64 (52-bit VA). */
@@ -32,14 +32,6 @@ struct unwinder {
 	const struct umt_ustack_rec *cur;	/* the record being unwound */
 	struct unwind_stats st;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
 
 /* ---- libdwfl's view of the record ---- */
 
@@ -150,7 +142,7 @@ int unwinder__unwind(struct unwinder *u, const struct umt_ustack_rec *r,
 		     uint64_t *pcs, size_t max)
 {
 	struct frames f = { .pcs = pcs, .max = max };
-	uint64_t t0 = now_ns();
+	uint64_t t0 = clock__mono_ns();
 	Dwfl *dwfl;
 	int err;
 
@@ -177,7 +169,7 @@ out:
 	u->st.stacks++;
 	u->st.frames += f.n;
 	u->st.failed += !f.n;
-	u->st.ns += now_ns() - t0;
+	u->st.ns += clock__mono_ns() - t0;
 	return err ? err : (int)f.n;
 }
 

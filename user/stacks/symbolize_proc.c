@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The symbolizer's view of each live process: one Dwfl built from
+ * /proc/PID/maps, a sym_mod behind each of its modules, and the ranges
+ * its files are mapped at.
+ *
+ * What libdwfl 0.188 does not do for us, and why it is done here:
+ * - Its dwfl_linux_proc_find_elf opens the path from /proc/PID/maps as it
+ *   is, in our mount namespace: wrong for a process in a container. Our
+ *   find_elf opens it under /proc/PID/root.
+ * - Its standard find_debuginfo ends in a debuginfod network fetch when
+ *   DEBUGINFOD_URLS is set; we look in /usr/lib/debug by build-id only.
+ * - Paths inside a container are the container's to change: one swapped
+ *   for a FIFO would block an open, one for a device (/dev/nvidia-uvm is
+ *   mapped too) would run its driver. We open regular files only, checked
+ *   before and after the open, and look for debug files on the host only.
+ */
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "lib/clock.h"
+#include "lib/procfs.h"
+#include "stacks/symbolize_int.h"
+
+/* ---- opening files ---- */
+
+/*
+ * Open path only if it is a regular file, without following it into a
+ * device or a FIFO: the stat comes first, the fstat proves the file did
+ * not change in between.
+ */
+int sym__open_regular(const char *path, struct stat *st)
+{
+	struct stat a, b;
+	int fd;
+
+	if (stat(path, &a))
+		return -errno;
+	if (!S_ISREG(a.st_mode))
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &b) || b.st_dev != a.st_dev || b.st_ino != a.st_ino) {
+		close(fd);
+		return -EAGAIN;
+	}
+	if (st)
+		*st = b;
+	return fd;
+}
+
+/*
+ * A path from /proc/PID/maps belongs to the process's mount namespace:
+ * open it under /proc/PID/root. Fall back to the path as it is only when
+ * that directory may not be entered (we are not root), which is right
+ * for a process that shares our root and harmless otherwise.
+ */
+static int open_in_root(uint32_t pid, const char *path, char **opened,
+			struct stat *st)
+{
+	char buf[PATH_MAX];
+	const char *used = buf;
+	int fd;
+
+	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path) >=
+	    (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	fd = sym__open_regular(buf, st);
+	if (fd == -EACCES || fd == -EPERM) {
+		used = path;
+		fd = sym__open_regular(path, st);
+	}
+	if (fd < 0 || !opened)
+		return fd;
+	*opened = strdup(used);
+	if (!*opened) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return fd;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix);
+}
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
+		    Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	struct sym_mod *m = *userdata;
+	struct stat st;
+	int fd;
+
+	/*
+	 * "[vdso: PID]": libdwfl reads the image from /proc/PID/mem. It
+	 * would ptrace-attach only for a Dwfl attached to the process, which
+	 * ours never are.
+	 */
+	if (name[0] != '/')
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base,
+						file_name, elfp);
+	/* Gone from the file system: nothing to open by name. */
+	if (!m || ends_with(name, " (deleted)"))
+		return -1;
+	fd = open_in_root(m->proc->pid, name, file_name, &st);
+	if (fd < 0)
+		return -1;
+	m->ident = (struct file_ident){
+		.dev = st.st_dev,
+		.ino = st.st_ino,
+		.mtime_s = st.st_mtim.tv_sec,
+		.mtime_ns = st.st_mtim.tv_nsec,
+	};
+	m->have_ident = true;
+	return fd;
+}
+
+/* ---- processes ---- */
+
+/*
+ * The file-backed lines of maps and the vdso, adjacent ones merged: where
+ * a module may be (see struct sym_proc). *vdso gets the vdso's range, or
+ * stays zero.
+ */
+static int read_file_ranges(struct sym_proc *p, const char *maps, struct map_range *vdso)
+{
+	const char *line = maps, *nl, *path;
+	struct map_range *v = NULL, *nv;
+	size_t n = 0, cap = 0;
+	uint64_t lo, hi;
+	int off;
+
+	for (; *line; line = *nl ? nl + 1 : nl) {
+		nl = strchrnul(line, '\n');
+		off = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %*s %*s %*s %n",
+			   &lo, &hi, &off) != 2 || !off || line + off > nl)
+			continue;
+		path = line + off;
+		if (!strncmp(path, "[vdso]", 6))
+			*vdso = (struct map_range){ lo, hi };
+		else if (*path != '/')
+			continue;
+		if (n && v[n - 1].hi == lo) {
+			v[n - 1].hi = hi;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = (struct map_range){ lo, hi };
+	}
+	free(p->files);
+	p->files = v;
+	p->n_files = n;
+	return 0;
+}
+
+/*
+ * dwfl_linux_proc_maps_report skips the vdso: it has no file. Report it
+ * under the name dwfl_linux_proc_find_elf reads from process memory.
+ */
+static int report_vdso(struct sym_proc *p, const struct map_range *vdso)
+{
+	char name[32];
+
+	if (!vdso->hi)
+		return 0;
+	snprintf(name, sizeof(name), "[vdso: %u]", p->pid);
+	return dwfl_report_module(p->dwfl, name, vdso->lo, vdso->hi) ? 0 : -ENOMEM;
+}
+
+Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->n_files, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (p->files[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || addr >= p->files[lo - 1].hi)
+		return NULL;
+	return dwfl_addrmodule(p->dwfl, addr);
+}
+
+/*
+ * (Re)build the module list from /proc/PID/maps, read once into memory
+ * first: a process that has died or is a zombie has no maps, and then
+ * what we knew of it is kept rather than wiped.
+ */
+int sym_proc__report(struct symbolizer *s, struct sym_proc *p)
+{
+	struct map_range vdso = {};
+	char path[32], *maps;
+	size_t len;
+	FILE *f;
+	int err;
+
+	p->reported_ns = clock__mono_ns();
+	s->st.reports++;
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
+	maps = proc__read_file(path, &len);
+	if (!maps)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (!len) {
+		err = -ESRCH;
+		goto out_free;
+	}
+	f = fmemopen(maps, len, "r");
+	if (!f) {
+		err = -errno;
+		goto out_free;
+	}
+	dwfl_report_begin(p->dwfl);
+	err = dwfl_linux_proc_maps_report(p->dwfl, f);
+	err = err > 0 ? -err : err ? -EIO : 0;	/* errno, or -1: libdwfl's */
+	if (!err)
+		err = read_file_ranges(p, maps, &vdso);
+	if (!err)
+		err = report_vdso(p, &vdso);
+	if (dwfl_report_end(p->dwfl, NULL, NULL) && !err)
+		err = -EIO;
+	fclose(f);
+out_free:
+	free(maps);
+	return err;
+}
+
+static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc **pp = &s->procs[pid % PROC_BUCKETS];
+
+	while (*pp && (*pp)->pid != pid)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void proc_free(struct sym_proc *p)
+{
+	struct sym_mod *m, *next;
+
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	for (m = p->mods; m; m = next) {
+		next = m->next;
+		free(m);
+	}
+	perf_map__clear(&p->pm);
+	free(p->pm.ents);
+	free(p->files);
+	free(p);
+}
+
+/* The host's only: a container's could hold a FIFO to block us. */
+static char debug_dir[] = "/usr/lib/debug";
+static char *debuginfo_path = debug_dir;
+
+static const Dwfl_Callbacks callbacks = {
+	.find_elf = find_elf,
+	/* Not dwfl_standard_find_debuginfo: it falls back to debuginfod. */
+	.find_debuginfo = dwfl_build_id_find_debuginfo,
+	.debuginfo_path = &debuginfo_path,
+};
+
+static int proc_new(struct symbolizer *s, uint32_t pid, struct sym_proc **out)
+{
+	struct sym_proc *p = calloc(1, sizeof(*p));
+	int err;
+
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->dwfl = dwfl_begin(&callbacks);
+	if (!p->dwfl) {
+		err = -ENOMEM;
+		goto err_free;
+	}
+	err = sym_proc__report(s, p);
+	if (err)
+		goto err_free;
+	*out = p;
+	return 0;
+
+err_free:
+	proc_free(p);
+	return err;
+}
+
+int sym_proc__get(struct symbolizer *s, uint32_t pid, struct sym_proc **out)
+{
+	struct sym_proc **pp = proc_slot(s, pid);
+	int err;
+
+	if (*pp) {
+		*out = *pp;
+		return 0;
+	}
+	err = proc_new(s, pid, out);
+	if (err)
+		return err;
+	*pp = *out;
+	return 0;
+}
+
+void sym_proc__forget(struct symbolizer *s, uint32_t pid)
+{
+	struct sym_proc **pp = proc_slot(s, pid), *p = *pp;
+
+	if (!p)
+		return;
+	*pp = p->next;
+	proc_free(p);
+}
+
+void sym_procs__free(struct symbolizer *s)
+{
+	struct sym_proc *p, *pnext;
+	size_t i;
+
+	for (i = 0; i < PROC_BUCKETS; i++) {
+		for (p = s->procs[i]; p; p = pnext) {
+			pnext = p->next;
+			proc_free(p);
+		}
+		s->procs[i] = NULL;
+	}
+}
+
+/* ---- modules ---- */
+
+static const char *module_basename(const char *name)
+{
+	const char *slash;
+
+	if (!strncmp(name, "[vdso", 5))
+		return "[vdso]";
+	slash = strrchr(name, '/');
+	return slash ? slash + 1 : name;
+}
+
+struct sym_mod *sym_mod__get(struct symbolizer *s, struct sym_proc *p, Dwfl_Module *mod)
+{
+	struct sym_mod *m;
+	const char *name;
+	void **ud;
+
+	name = dwfl_module_info(mod, &ud, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (*ud)
+		return *ud;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	m->proc = p;
+	m->file = NO_FILE;
+	m->base = name ? strtab__intern_str(&s->names, module_basename(name)) : NULL;
+	m->next = p->mods;
+	p->mods = m;
+	*ud = m;
+	return m;
+}
+
+void sym_mod__open(struct symbolizer *s, Dwfl_Module *mod, struct sym_mod *m)
+{
+	unsigned char key[1 + BUILD_ID_MAX];
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n;
+
+	m->elf_tried = true;
+	if (!dwfl_module_getelf(mod, &m->bias))
+		return;
+	m->have_bias = true;
+	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (n > 0 && n <= BUILD_ID_MAX) {
+		key[0] = 'B';
+		memcpy(key + 1, bits, n);
+		m->file = sym_files__get(s, key, n + 1);
+	} else if (m->have_ident) {
+		key[0] = 'I';
+		memcpy(key + 1, &m->ident, sizeof(m->ident));
+		m->file = sym_files__get(s, key, 1 + sizeof(m->ident));
+	}
+}
+
+struct prepare_ctx {
+	struct symbolizer *s;
+	struct sym_proc *p;
+};
+
+static int prepare_mod(Dwfl_Module *mod, void **ud, const char *name,
+		       Dwarf_Addr start, void *arg)
+{
+	struct prepare_ctx *c = arg;
+
+	(void)ud;
+	(void)name;
+	(void)start;
+	sym_mod__get(c->s, c->p, mod);
+	return DWARF_CB_OK;
+}
+
+/*
+ * find_elf opens a module's file only once it has its sym_mod (it names
+ * the process to open the file under). Symbolizing attaches one to each
+ * module it meets; an unwinder reaches modules by itself, so give one to
+ * every module up front, again after each re-read of the maps.
+ */
+void sym_proc__prepare_mods(struct symbolizer *s, struct sym_proc *p)
+{
+	struct prepare_ctx c = { s, p };
+
+	if (p->prepared_ns == p->reported_ns)
+		return;
+	dwfl_getmodules(p->dwfl, prepare_mod, &c, 0);
+	p->prepared_ns = p->reported_ns;
+}
