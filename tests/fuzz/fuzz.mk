@@ -33,7 +33,7 @@ UMT_FUZZ_CFLAGS := -Wall -Wextra -Werror -std=gnu11 -g -O1 -fsanitize=fuzzer,add
 # loads BPF. fuzz_proc compiles user/attach/libcuda.c in itself (see the file).
 UMT_FUZZ_SRCS_recording := user/rec/recording_read.c user/rec/recording_write.c \
 	user/rec/rec_sample.c user/rec/recfile_read.c user/rec/recfile_write.c user/lib/meminfo.c \
-	user/lib/numa.c user/lib/page.c user/lib/procfs.c user/lib/strtab.c user/lib/hashtab.c \
+	user/lib/numa.c user/lib/sys.c user/lib/procfs.c user/lib/strtab.c user/lib/hashtab.c \
 	user/lib/units.c user/model/callsites.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
@@ -43,7 +43,7 @@ UMT_FUZZ_LIBS_config := -linih
 # as missing one (gcc, which builds umtrace, does not).
 UMT_FUZZ_CFLAGS_config := -Wno-missing-field-initializers
 UMT_FUZZ_SRCS_proc := user/lib/meminfo.c user/lib/numa.c user/lib/procfs.c user/lib/log.c \
-	user/lib/page.c
+	user/lib/sys.c
 UMT_FUZZ_LIBS_proc := -lz
 UMT_FUZZ_DEPS_proc := user/attach/libcuda.c
 UMT_FUZZ_SRCS_elf := user/attach/elf_syms.c user/model/cuda_api.c

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "check.h"
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/file_writer.h"
 #include "lib/log.h"
 

@@ -8,7 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "model/cuda_api.h"
 #include "attach/elf_syms.h"
 #include "lib/log.h"

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "attach/caps.h"
 #include "lib/log.h"
 #include "attach/session.h"

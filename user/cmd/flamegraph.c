@@ -21,7 +21,7 @@
 #include "export/flame_build.h"
 #include "lib/log.h"
 #include "lib/out_file.h"
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "rec/replay.h"
 #include "stacks/stackset.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "attach/opts.h"
 #include "stacks/callstack.h"
 #include "cmd/commands.h"

@@ -18,7 +18,7 @@
 #include "export/kthreads_out.h"
 #include "lib/json.h"
 #include "lib/log.h"
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "lib/units.h"
 #include "model/callsites.h"
 #include "model/cuda_api.h"

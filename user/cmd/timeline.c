@@ -24,7 +24,7 @@
 #include "lib/log.h"
 #include "model/platform.h"
 #include "lib/out_file.h"
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "rec/replay.h"
 #include "export/timeline.h"
 #include "lib/units.h"

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <time.h>
 #include "export/output.h"
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/json.h"
-#include "lib/page.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
 

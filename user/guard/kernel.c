@@ -4,7 +4,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "guard/kernel.h"
 #include "umtrace.skel.h"
 

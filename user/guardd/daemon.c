@@ -14,9 +14,8 @@
 #include <sys/wait.h>
 #include "guardd/daemon.h"
 #include "guard/kernel.h"
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/file_writer.h"
-#include "lib/page.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
 #include "model/platform.h"

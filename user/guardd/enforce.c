@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "guardd/daemon.h"
 #include "guardd/postmortem.h"
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/procfs.h"
 
 /* Freeze the cgroup too (--action freeze), after the stop took hold. */

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "guardd/report.h"
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/file_writer.h"
 #include "lib/out_file.h"
 

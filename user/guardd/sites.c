@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "guardd/daemon.h"
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "stacks/callstack.h"
 
 static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include "guardd/daemon.h"
 #include "guard/kernel.h"
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/procfs.h"
 
 /* The kernel side may be wrong by up to this; log when it is worse. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * user/lib: the bottom layer, what every other folder may use and which
- * uses nothing of umtrace: the log (log.c), the clock (clock.h), the page
- * size (page.c), numbers and byte counts (units.c), JSON strings (json.c),
+ * uses nothing of umtrace: the log (log.c), the clock and the page size
+ * (sys.c), numbers and byte counts (units.c), JSON strings (json.c),
  * /proc readers (procfs.c, meminfo.c, numa.c), files made safely and
  * written off a loop (out_file.c, file_writer.c), and the tables others
  * build on (strtab.c, hashtab.c, pid_table.c).

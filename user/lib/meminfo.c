@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "lib/meminfo.h"
 #include "lib/numa.h"
 #include "lib/procfs.h"

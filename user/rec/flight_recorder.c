@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/hashtab.h"
 #include "rec/flight_recorder.h"
 

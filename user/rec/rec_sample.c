@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/meminfo.h"
 #include "lib/procfs.h"
 #include "rec/recording.h"

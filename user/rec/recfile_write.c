@@ -15,8 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "lib/clock.h"
-#include "lib/page.h"
+#include "lib/sys.h"
 #include "rec/recfile_int.h"
 
 /*

@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
+ * user/rec: recordings: the crash-safe container (recfile_*.c), the
+ * records in it, written and replayed (recording_*.c, rec_sample.c), the
+ * guard's in-memory flight recorder dumped as one (flight_recorder.c),
+ * and a replay into the model (replay.c). Uses lib/, model/, stacks/.
+ */
+/*
  * Recordings: GPU calls with their symbolized stacks, process exits, host
  * memory samples and the guard's stops, written to a recfile (user/rec/recfile.h)
  * and replayed later, on any machine, into the same consumers as the ring

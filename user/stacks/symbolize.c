@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "stacks/symbolize_int.h"
 
 /* libstdc++'s demangler (-lstdc++), declared here to keep this file C. */

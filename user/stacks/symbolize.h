@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
+ * user/stacks: a call's stack from addresses to names: symbolization
+ * (symbolize*.c, over libdwfl), DWARF unwinding of the stack copied at a
+ * call's entry (unwind.c), a call's stack whichever way it came
+ * (callstack.c), and the set of weighted stacks every flamegraph is drawn
+ * from (stackset.c). Uses lib/ and model/.
+ */
+/*
  * User stack addresses to function names, done while the process is alive
  * (libdwfl over /proc/PID/maps, files opened through /proc/PID/root so that
  * containers work). Results are cached per file, keyed by GNU build-id, so

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "lib/procfs.h"
 #include "stacks/symbolize_int.h"
 

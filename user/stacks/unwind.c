@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/clock.h"
+#include "lib/sys.h"
 #include "stacks/unwind.h"
 
 /* Above any user address on x86 (5-level paging) and arm64 (52-bit VA). */

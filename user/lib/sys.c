@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <unistd.h>
-#include "lib/page.h"
+#include "lib/sys.h"
 
 uint64_t page__size(void)
 {

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What the system says of itself that umtrace asks in many places: the
+ * one clock, CLOCK_MONOTONIC (the clock of the kernel's bpf_ktime_get_ns(),
+ * so that times from records and from user space compare directly), and
+ * the page size, asked once (records and the kernel count pages, people
+ * read bytes).
+ */
+#ifndef UMTRACE_SYS_H
+#define UMTRACE_SYS_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t clock__ns_of(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t clock__mono_ns(void)
+{
+	return clock__ns_of(CLOCK_MONOTONIC);
+}
+
+static inline uint64_t clock__mono_ms(void)
+{
+	return clock__mono_ns() / 1000000;
+}
+
+/* sysconf's page size, or 4096 where it has none. */
+uint64_t page__size(void);
+/* log2 of page__size(). */
+unsigned int page__shift(void);
+
+#endif /* UMTRACE_SYS_H */
