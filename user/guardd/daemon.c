@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 #include "guard/kernel.h"
 #include "lib/sys.h"
 #include "lib/file_writer.h"
@@ -111,113 +111,6 @@ static const struct session_ops guard_ops = {
 	.on_guard = on_guard,
 	.on_scope_ask = on_scope_ask,
 };
-
-/* ----- the snapshot the state file and metrics are made from ----- */
-
-static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
-			    struct guard_proc **all, size_t n, struct guard_status *st)
-{
-	const struct guard_opts *o = &g->opt;
-	size_t i;
-
-	st->pid = (uint32_t)getpid();
-	st->started = g->started;
-	st->updated = time(NULL);
-	st->floor = o->pol.floor;
-	st->low = o->pol.low;
-	st->drop = o->pol.drop;
-	st->auto_resume = o->pol.auto_resume_above;
-	snprintf(st->metric, sizeof(st->metric), "%s", guard_metric__name(o->pol.metric));
-	snprintf(st->action, sizeof(st->action), "%s", guard_act__name(o->action));
-	st->dry_run = o->dry_run;
-	st->headroom = ks->headroom;
-	st->metric_value = g->last_metric;
-	st->checks = ks->checks;
-	st->kernel_stops = g->kernel_stops;
-	st->policy_stops = g->policy_stops;
-	st->send_failed = ks->send_failed;
-	st->reclaims = ks->reclaims;
-	st->samples = g->samples;
-	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
-		struct guard_proc *p = all[i];
-		struct guard_stopped *s;
-
-		if (!p->stopped)
-			continue;
-		s = &st->stopped[st->n_stopped++];
-		s->pid = p->pid;
-		snprintf(s->action, sizeof(s->action), "%s",
-			 p->dry ? "dry-run" : guard_act__name(o->action));
-		snprintf(s->reason, sizeof(s->reason), "%s", guard_reason__name(p->reason));
-		s->when = p->when;
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", p->cgroup);
-		snprintf(s->comm, sizeof(s->comm), "%s", p->comm);
-	}
-}
-
-static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
-			     struct guard_proc **all, size_t n, struct guard_metrics *m)
-{
-	struct guard_metrics_process *procs = calloc(n ? n : 1, sizeof(*procs));
-	struct guard_metrics_count *stops = calloc(GUARD_N_REASONS, sizeof(*stops));
-	unsigned int r;
-	size_t i;
-
-	m->up = !g->exiting;
-	m->floor = g->opt.pol.floor;
-	m->low = g->opt.pol.low;
-	m->drop = g->opt.pol.drop;
-	m->auto_resume_above = g->opt.pol.auto_resume_above;
-	m->headroom = ks->headroom;
-	m->mem_available = g->sample.available;
-	m->mem_free = g->sample.free;
-	m->mem_total = g->sample.total;
-	m->resumes = g->resumes;
-	m->signal_failures = ks->send_failed;
-	m->reclaim_events = ks->reclaims;
-	m->kernel_decisions = ks->stops;
-	m->admission_checks = ks->checks;
-	m->samples = g->samples;
-	m->last_stop_time = (double)g->last_stop;
-	for (r = 0; stops && r < GUARD_N_REASONS; r++) {
-		stops[r].reason = guard_reason__name(UMT_GUARD_ADMISSION + r);
-		stops[r].count = g->stops_by[r];
-	}
-	m->stops = stops;
-	m->n_stops = stops ? GUARD_N_REASONS : 0;
-	for (i = 0; procs && i < n; i++) {
-		procs[i].pid = (pid_t)all[i]->pid;
-		procs[i].comm = all[i]->comm;
-		procs[i].host_bytes = guard_sites__proc_host(g, all[i]->pid);
-		procs[i].stopped = all[i]->stopped && !all[i]->dry;
-		m->stopped_processes += procs[i].stopped;
-	}
-	m->procs = procs;
-	m->n_procs = procs ? n : 0;
-}
-
-void guard__write_report(struct guard *g)
-{
-	struct guard_snapshot *s;
-	struct guard_kstats ks;
-	struct guard_proc **all;
-	size_t n = 0;
-
-	if (!g->session.probes.skel)
-		return;
-	s = calloc(1, sizeof(*s));
-	all = guard__procs_sorted(g, &n);
-	if (!s || !all)
-		goto out;
-	guard_kernel__stats(&g->session.probes, &ks);
-	snapshot_status(g, &ks, all, n, &s->status);
-	snapshot_metrics(g, &ks, all, n, &s->metrics);
-	guard_report__write(&g->report, s);
-	guard_snapshot__free(s);
-out:
-	free(all);
-	free(s);
-}
 
 /* ----- set-up ----- */
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 #include "guardd/postmortem.h"
 #include "lib/sys.h"
 #include "lib/procfs.h"

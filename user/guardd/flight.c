@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 #include "lib/log.h"
 #include "rec/flight_recorder.h"
 

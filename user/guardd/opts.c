@@ -9,7 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 #include "guard/state.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"

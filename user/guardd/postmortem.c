@@ -10,7 +10,7 @@
 #include "export/export.h"
 #include "export/flame_build.h"
 #include "export/summary_out.h"
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 #include "lib/log.h"
 #include "guardd/postmortem.h"
 #include "lib/units.h"

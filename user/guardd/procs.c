@@ -7,7 +7,7 @@
 #include <search.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 
 static int proc_cmp(const void *a, const void *b)
 {

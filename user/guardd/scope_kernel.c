@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "guardd/daemon.h"
+#include "guardd/guard.h"
 #include "guard/kernel.h"
 #include "lib/log.h"
 #include "lib/procfs.h"

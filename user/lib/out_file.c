@@ -212,3 +212,29 @@ int file__make_parent(const char *path)
 	free(dir);
 	return err;
 }
+
+/*
+ * Open path only if it is a regular file, without following it into a
+ * device or a FIFO: the stat comes first, the fstat proves the file did
+ * not change in between.
+ */
+int file__open_regular(const char *path, struct stat *st)
+{
+	struct stat a, b;
+	int fd;
+
+	if (stat(path, &a))
+		return -errno;
+	if (!S_ISREG(a.st_mode))
+		return -EINVAL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &b) || b.st_dev != a.st_dev || b.st_ino != a.st_ino) {
+		close(fd);
+		return -EAGAIN;
+	}
+	if (st)
+		*st = b;
+	return fd;
+}

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * An output file made safely in a shared directory: never an existing
- * file, never through a symlink planted there; with --force, written
- * beside it and renamed over it, so a reader never sees half of it.
+ * Files made and opened safely in shared directories. An output file is
+ * never an existing file, never reached through a symlink planted there;
+ * with --force it is written beside its path and renamed over it, so a
+ * reader never sees half of it. A file read is opened only if it is a
+ * regular file.
  */
 #ifndef UMTRACE_OUT_FILE_H
 #define UMTRACE_OUT_FILE_H
@@ -42,5 +44,13 @@ const char *out_file__name(const struct out_file *o);
 int out_file__replace(const char *path, const void *buf, size_t len, mode_t mode);
 /* Make path's directory, 0700, when it is missing. 0 or -errno. */
 int file__make_parent(const char *path);
+
+struct stat;
+/*
+ * Open path for reading only if it is a regular file (never a device or
+ * a FIFO planted there); *st, if given, is the file's stat. fd or -errno
+ * (-EAGAIN: it changed between the stat and the open).
+ */
+int file__open_regular(const char *path, struct stat *st);
 
 #endif /* UMTRACE_OUT_FILE_H */

@@ -117,8 +117,6 @@ struct symbolizer {
 };
 
 /* symbolize_proc.c */
-/* Open path only if it is a regular file. fd or -errno. */
-int sym__open_regular(const char *path, struct stat *st);
 /* pid's state, made (its maps read) when first asked. 0 or -errno. */
 int sym_proc__get(struct symbolizer *s, uint32_t pid, struct sym_proc **out);
 /* Read its maps again. 0 or -errno (what was known is kept). */

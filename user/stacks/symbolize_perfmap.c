@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "lib/sys.h"
 #include "lib/procfs.h"
+#include "lib/out_file.h"
 #include "stacks/symbolize_int.h"
 
 #define PERF_MAP_MAX_ENTS	(1U << 20)
@@ -173,10 +174,10 @@ static bool perf_map_refresh(struct sym_proc *p)
 		p->nspid = read_nspid(p->pid);
 	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid,
 		 p->nspid);
-	fd = sym__open_regular(path, &st);
+	fd = file__open_regular(path, &st);
 	if ((fd == -EACCES || fd == -EPERM) && p->nspid == p->pid) {
 		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-		fd = sym__open_regular(path, &st);
+		fd = file__open_regular(path, &st);
 	}
 	if (fd < 0)
 		return false;

@@ -27,36 +27,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "lib/sys.h"
+#include "lib/out_file.h"
 #include "lib/procfs.h"
 #include "stacks/symbolize_int.h"
 
 /* ---- opening files ---- */
-
-/*
- * Open path only if it is a regular file, without following it into a
- * device or a FIFO: the stat comes first, the fstat proves the file did
- * not change in between.
- */
-int sym__open_regular(const char *path, struct stat *st)
-{
-	struct stat a, b;
-	int fd;
-
-	if (stat(path, &a))
-		return -errno;
-	if (!S_ISREG(a.st_mode))
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &b) || b.st_dev != a.st_dev || b.st_ino != a.st_ino) {
-		close(fd);
-		return -EAGAIN;
-	}
-	if (st)
-		*st = b;
-	return fd;
-}
 
 /*
  * A path from /proc/PID/maps belongs to the process's mount namespace:
@@ -74,10 +49,10 @@ static int open_in_root(uint32_t pid, const char *path, char **opened,
 	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path) >=
 	    (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	fd = sym__open_regular(buf, st);
+	fd = file__open_regular(buf, st);
 	if (fd == -EACCES || fd == -EPERM) {
 		used = path;
-		fd = sym__open_regular(path, st);
+		fd = file__open_regular(path, st);
 	}
 	if (fd < 0 || !opened)
 		return fd;

@@ -19,8 +19,8 @@
  * struct guard below is the daemon's state, shared by those files;
  * nothing here prints but through lib/log.h.
  */
-#ifndef UMTRACE_GUARDD_DAEMON_H
-#define UMTRACE_GUARDD_DAEMON_H
+#ifndef UMTRACE_GUARDD_GUARD_H
+#define UMTRACE_GUARDD_GUARD_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -160,4 +160,4 @@ void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r);
 bool guard__in_scope(struct guard *g, const struct guard_proc *p);
 bool guard__protected(struct guard *g, const struct guard_proc *p);
 
-#endif /* UMTRACE_GUARDD_DAEMON_H */
+#endif /* UMTRACE_GUARDD_GUARD_H */
