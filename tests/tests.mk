@@ -90,4 +90,28 @@ $(UMT_TESTS_OUT)/fakecuda_selftest: $(UMT_FAKECUDA_DIR)/fake_selftest.c \
 	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $< \
 		$(UMT_WORKLOAD_LDFLAGS)
 
+# The fake libc10.so: PyTorch's profiler hook (c10::reportMemoryUsageToProfiler,
+# three mangled forms) as empty functions a uprobe can attach to.
+# torch_alloc: a caching allocator like PyTorch's that calls it.
+UMT_FAKEC10_LIB := $(UMT_TESTS_OUT)/libc10.so
+TEST_PROGS += $(UMT_FAKEC10_LIB) $(UMT_TESTS_OUT)/torch_alloc
+
+$(UMT_FAKEC10_LIB): $(UMT_FAKECUDA_DIR)/fake_libc10.c \
+		    $(UMT_FAKECUDA_DIR)/c10_fake.h $(UMT_FAKECUDA_DIR)/libc10.map
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -o $@ $< -shared \
+		-Wl,-soname,libc10.so \
+		-Wl,--version-script=$(UMT_FAKECUDA_DIR)/libc10.map -Wl,-z,now
+
+$(UMT_TESTS_OUT)/torch_alloc: $(UMT_WORKLOADS_DIR)/torch_alloc.c \
+		$(UMT_WORKLOADS_DIR)/caching_allocator.c \
+		$(UMT_WORKLOADS_DIR)/caching_allocator.h \
+		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(UMT_FAKECUDA_DIR)/c10_fake.h \
+		$(FAKECUDA_LIB) $(UMT_FAKEC10_LIB)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ \
+		$(filter %.c,$^) $(UMT_WORKLOAD_LDFLAGS) -l:libc10.so
+
 .DEFAULT_GOAL := $(UMT_TESTS_SAVED_GOAL)
