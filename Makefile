@@ -72,7 +72,7 @@ TEST_CFLAGS := -Wall -Wextra -Werror -O2 -g -fno-omit-frame-pointer
 .DELETE_ON_ERROR:
 # The BPF objects stay beside their skeletons (bpftool reads them; so may you).
 .SECONDARY: $(OUT)/umtrace.bpf.o $(OUT)/libcuda_scan.bpf.o $(SKEL) $(BPF_PARTS)
-.PHONY: all static test unit demo bench clean vmlinux
+.PHONY: all static test unit demo bench clean vmlinux vmtest vmtest-build
 
 ifeq ($(STATIC),1)
 all: $(OUT)/umtrace-static
@@ -154,6 +154,19 @@ demo: all $(TEST_PROGS)
 # Not part of make test: figures, not pass/fail (tests/bench/overhead.sh).
 bench: all $(TEST_PROGS) $(BENCH_PROGS)
 	$(Q)tests/bench/overhead.sh $(OUT)
+
+# The qemu kernel matrix (scripts/vmtest.sh): both arches' static umtrace
+# and test programs, booted under Debian's 6.1, 6.12 and 5.10 kernels.
+vmtest:
+	$(Q)$(MAKE) --no-print-directory ARCH=x86 vmtest-build
+	$(Q)$(MAKE) --no-print-directory ARCH=arm64 vmtest-build
+	$(Q)scripts/vmtest.sh
+
+# What scripts/vmtest.sh puts in each guest (its PROGS), nothing more: a
+# test program that does not cross-build must not stop the matrix.
+VMTEST_PROGS := $(addprefix $(OUT)/tests/,libcuda.so.1 alloc_mix demo pagehog \
+	lifecycle dlcycle nofp_chain realcuda_calls)
+vmtest-build: $(OUT)/umtrace-static $(VMTEST_PROGS)
 
 vmlinux:
 	$(Q)scripts/gen-vmlinux.sh all

@@ -23,17 +23,20 @@ export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get -qq -o DPkg::Lock::Timeout=300)
 APT_INSTALL=("${APT[@]}" install -y --no-install-recommends)
 
+# qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
 NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
 	file util-linux libinih-dev prometheus
 	chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
-	libclang-rt-14-dev stress-ng libcap-dev)
+	libclang-rt-14-dev stress-ng libcap-dev
+	qemu-system-x86 qemu-system-arm busybox-static cpio)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross
 # gcc finds libc6-dev:arm64 via multiarch paths (no libc6-dev-arm64-cross).
 # BPF code needs nothing arm64-specific: clang and libbpf headers are neutral.
-CROSS_PKGS=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev:arm64
+# libc6:arm64 also gives `make vmtest`'s arm64 guests their loader and libc.
+CROSS_PKGS=(gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6:arm64 libc6-dev:arm64
 	libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libzstd-dev:arm64
 	libdw-dev:arm64 liblzma-dev:arm64 libbz2-dev:arm64 libinih-dev:arm64
 	libcap-dev:arm64)

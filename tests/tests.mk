@@ -22,7 +22,7 @@ TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
 	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest \
 	$(UMT_TESTS_OUT)/nofp_chain $(UMT_TESTS_OUT)/pagehog \
 	$(UMT_TESTS_OUT)/lifecycle $(UMT_TESTS_OUT)/dlcycle \
-	$(UMT_TESTS_OUT)/compact_call
+	$(UMT_TESTS_OUT)/realcuda_calls $(UMT_TESTS_OUT)/compact_call
 
 # The fake must keep default symbol visibility and semantic interposition
 # (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
@@ -81,6 +81,13 @@ $(UMT_TESTS_OUT)/dlcycle: $(UMT_WORKLOADS_DIR)/dlcycle.c $(UMT_FAKECUDA_DIR)/cud
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_FAKECUDA_DIR) -o $@ $<
+
+# Calls NVIDIA's real libcuda.so.1 (scripts/vmtest.sh): dlopen()s the file
+# it is given, so nothing of the fake is linked in.
+$(UMT_TESTS_OUT)/realcuda_calls: $(UMT_WORKLOADS_DIR)/realcuda_calls.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CFLAGS) -o $@ $<
 
 # Checks the fake on its own (TAP output, non-zero exit on failure).
 $(UMT_TESTS_OUT)/fakecuda_selftest: $(UMT_FAKECUDA_DIR)/fake_selftest.c \
