@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include "lib/file_writer.h"
 #include "lib/out_file.h"
+#include "lib/sys.h"
 
 struct fw_file {
 	char *path;		/* NULL: a free slot */
@@ -182,17 +183,6 @@ void file_writer__stats(struct file_writer *w, struct file_writer_stats *st)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static void deadline_in(struct timespec *ts, unsigned int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 unsigned int file_writer__free(struct file_writer *w, unsigned int timeout_ms)
 {
 	struct timespec until;
@@ -201,7 +191,7 @@ unsigned int file_writer__free(struct file_writer *w, unsigned int timeout_ms)
 
 	if (!w)
 		return 0;
-	deadline_in(&until, timeout_ms);
+	clock__deadline(&until, timeout_ms);
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
 	pthread_cond_signal(&w->more);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "lib/log.h"
+#include "lib/sys.h"
 
 bool log_verbose;
 
@@ -198,17 +199,6 @@ int log__start_async(unsigned int max_lines)
 	return 0;
 }
 
-static void deadline_in(struct timespec *ts, unsigned int ms)
-{
-	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 uint64_t log__stop_async(unsigned int timeout_ms)
 {
 	struct timespec until;
@@ -217,7 +207,7 @@ uint64_t log__stop_async(unsigned int timeout_ms)
 
 	if (!lq.async)
 		return 0;
-	deadline_in(&until, timeout_ms);
+	clock__deadline(&until, timeout_ms);
 	pthread_mutex_lock(&lq.lock);
 	lq.async = false;	/* lines from now on are written at once */
 	lq.stopping = true;

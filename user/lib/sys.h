@@ -30,6 +30,21 @@ static inline uint64_t clock__mono_ms(void)
 	return clock__mono_ns() / 1000000;
 }
 
+/*
+ * ms from now on CLOCK_REALTIME, the clock pthread_cond_timedwait()
+ * waits on by default: the deadline of a wait for another thread.
+ */
+static inline void clock__deadline(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 /* sysconf's page size, or 4096 where it has none. */
 uint64_t page__size(void);
 /* log2 of page__size(). */
