@@ -72,6 +72,31 @@ class Guard:
                               capture_output=True, text=True, timeout=30)
 
 
+def resume_until_done(g, job, floor, timeout=120):
+    """Resume a stopped job and wait for it to finish. On a shared host
+    other processes may take memory meanwhile: a job stopped again is
+    resumed again, but only when the host really was near the floor (a
+    stop with room to spare is a guard bug)."""
+    deadline = time.monotonic() + timeout
+    resumes = 0
+    while job.poll() is None:
+        assert time.monotonic() < deadline, f"not done after {timeout}s and {resumes} resumes"
+        if state_of(job.pid) != "T":
+            time.sleep(0.05)
+            continue
+        near = meminfo() - floor
+        if resumes:
+            st = json.loads(g.umtrace("status", "--json").stdout)
+            assert near < 1024 * MIB, \
+                f"stopped again with {near / MIB:.0f} MiB above the floor: {st}"
+        r = g.umtrace("resume", str(job.pid))
+        assert r.returncode == 0, r.stderr
+        resumes += 1
+        time.sleep(0.2)
+    assert job.returncode == 0, job.stderr.read()
+    return resumes
+
+
 def ballast(env, size):
     """A process (out of the guard's default scope) holding size bytes."""
     p = env.popen(["python3", "-c",
@@ -121,9 +146,7 @@ def test_guard_gpu_hog_stopped_before_floor(env):
     extra.kill()
     extra.wait()
     time.sleep(0.2)
-    r = g.umtrace("resume", str(hog.pid))
-    assert r.returncode == 0, r.stderr
-    assert hog.wait(timeout=60) == 0, hog.stderr.read()
+    resumes = resume_until_done(g, hog, floor)
     with open(truth) as f:
         t = json.load(f)
     a = t["calls"]["cuMemAlloc_v2"]
@@ -132,8 +155,11 @@ def test_guard_gpu_hog_stopped_before_floor(env):
     err = g.stop()
     assert "guard: stop pid=%d " % hog.pid in err, err
     assert "resumed pid=%d" % hog.pid in err, err
-    bundles = os.listdir(env.tmpfile("pm"))
-    assert len(bundles) == 1, bundles
+    # One bundle a stop: one, unless other processes on the host took the
+    # memory back and the job was stopped again (resume_until_done).
+    bundles = sorted(os.listdir(env.tmpfile("pm")))
+    assert len(bundles) == resumes, (bundles, resumes)
+    assert all(re.match(r"umtrace-\d{8}-\d{6}-%d(\.\d+)?$" % hog.pid, b) for b in bundles)
     b = os.path.join(env.tmpfile("pm"), bundles[0])
     for name in ("event.txt", "report.txt", "held.folded"):
         assert os.path.getsize(os.path.join(b, name)) > 0, name
@@ -154,7 +180,8 @@ def test_guard_gpu_hog_stopped_before_floor(env):
     shutil.rmtree(env.tmpfile("pm"))
     with open(env.tmpfile("guard.prom")) as f:
         prom = f.read()
-    assert re.search(r'umtrace_guard_stops_total\{reason="(admission|floor)"\} 1', prom), prom
+    stops = re.findall(r'umtrace_guard_stops_total\{reason="(?:admission|floor)"\} (\d+)', prom)
+    assert sum(int(n) for n in stops) == resumes, prom
     if shutil.which("promtool"):
         p = subprocess.run(["promtool", "check", "metrics"], input=prom,
                            capture_output=True, text=True)
@@ -383,6 +410,15 @@ def test_guard_killed_leaves_kernel_side_armed(env):
     assert not status["kernel_armed"], status
 
 
+def node_total(node=0):
+    with open(f"/sys/devices/system/node/node{node}/meminfo") as fh:
+        for line in fh:
+            w = line.split()
+            if w[2] == "MemTotal:":
+                return int(w[3]) * 1024
+    raise AssertionError(f"no MemTotal for node {node}")
+
+
 def node_share(node=0):
     """A node's part of MemAvailable as the guard reckons it (user/lib/meminfo.h)."""
     f = {}
@@ -406,6 +442,14 @@ def test_guard_device_nodes_are_not_headroom(env):
     while a job allocates 1 GiB on that node. This VM has one node:
     naming it makes every page a device-node page. Without the option the
     same job moves the figure."""
+    from harness import Skip
+    host = meminfo("MemTotal") - node_total()
+    if host < 1 * GIB:
+        # A kernel that initialises its memory late (deferred_init=lazy)
+        # counts the part not yet initialised in MemTotal but not in the
+        # node's: once it is all initialised nothing is left for the host.
+        raise Skip(f"naming the only node leaves {host / MIB:.0f} MiB of host RAM: "
+                   "the guard refuses thresholds above it")
     for nodes in ("0", "none"):
         g = Guard(env, 64 * MIB, extra=["--dry-run", "--device-nodes", nodes])
         # The state is written once a second: a host still settling

@@ -139,7 +139,8 @@ def test_softirq_frees_are_not_the_calls(env):
     """Three 1 s calls spin on CPU 0 while another process there frees page
     tables non-stop: the softirqs that free them run on top of the spinning
     thread, and none of those pages are the call's. (Before softirqs were
-    left out, each call here was charged 4 to 6 MiB freed.)"""
+    left out, each call here was charged 4 to 6 MiB freed; now 0 to 24
+    KiB.)"""
     churn = subprocess.Popen([sys.executable, "-c", CHURN_PAGE_TABLES, "5"],
                              stdout=subprocess.PIPE, text=True)
     try:
@@ -154,7 +155,9 @@ def test_softirq_frees_are_not_the_calls(env):
     for c in calls:
         assert c["duration_ns"] >= 1e9, c
         assert within(c["host_bytes"], 2 * MIB, 2), c
-        assert c["host_freed_bytes"] <= 16 * 1024, c
+        # Left: a hard interrupt's frees on the spinning thread, or the
+        # thread's own LRU batch; up to 6 pages seen under a CPU hog.
+        assert c["host_freed_bytes"] <= 64 * 1024, c
 
 
 def test_vmm_create_map_release(env):
