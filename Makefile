@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 # umtrace: `make` builds ./umtrace; `make static` a static binary to copy onto
 # GPU hosts; `make ARCH=arm64` cross-builds one for DGX Spark and Grace;
-# `make test` runs every test; `make demo` traces the built-in demo.
+# `make test` runs every test; `make demo` traces the built-in demo;
+# `make install` and `make deb` install it (scripts/install.mk).
 
 HOST_ARCH := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
 ARCH ?= $(HOST_ARCH)
@@ -141,11 +142,13 @@ include tests/tests.mk
 include tests/bench/bench.mk
 include tests/fuzz/fuzz.mk
 include tests/soak/soak.mk
+# make install, uninstall, man, deb (README, Installing).
+include scripts/install.mk
 
 unit: $(UNIT_BINS)
 
 # README's test command: unit tests, then integration tests as root.
-test: all $(UNIT_BINS) $(TEST_PROGS) $(CORE_LAYOUTS) $(BENCH_PROGS)
+test: all $(UNIT_BINS) $(TEST_PROGS) $(CORE_LAYOUTS) $(BENCH_PROGS) $(MAN_PAGES)
 	$(Q)$(PYTHON) tests/run.py --out $(OUT)
 
 demo: all $(TEST_PROGS)

@@ -24,12 +24,16 @@ APT=(apt-get -qq -o DPkg::Lock::Timeout=300)
 APT_INSTALL=("${APT[@]}" install -y --no-install-recommends)
 
 # qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
+# debhelper to python3-yaml: `make deb`, lintian, the man pages, the bash
+# completion and the Kubernetes manifest's tests (tests/integration/
+# test_install.py, test_man.py, test_completion.py, test_deploy.py).
 NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
 	file util-linux libinih-dev prometheus
 	chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
 	libclang-rt-14-dev stress-ng libcap-dev
-	qemu-system-x86 qemu-system-arm busybox-static cpio)
+	qemu-system-x86 qemu-system-arm busybox-static cpio
+	debhelper dpkg-dev fakeroot lintian man-db groff-base bash-completion python3-yaml)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross
@@ -56,6 +60,19 @@ stage "apt-get update"
 
 stage "installing native packages"
 "${APT_INSTALL[@]}" "${NATIVE[@]}" >/dev/null
+
+# The Kubernetes manifest's schema check (test_deploy.py): the API's schemas
+# as kubernetes-models ships them, compiled, for offline validation. Node.js
+# from Debian unless the machine has one (its npm comes with it).
+K8S_MODELS=kubernetes-models@4.5.1
+if ! command -v npm >/dev/null; then
+	stage "installing nodejs and npm"
+	"${APT_INSTALL[@]}" nodejs npm >/dev/null
+fi
+if ! npm ls -g --depth=0 "$K8S_MODELS" >/dev/null 2>&1; then
+	stage "installing $K8S_MODELS (npm, global)"
+	npm install -g --no-audit --no-fund --loglevel=error "$K8S_MODELS" >/dev/null
+fi
 
 if [ "$CROSS" = 1 ]; then
 	stage "installing arm64 cross packages"

@@ -95,6 +95,7 @@ def test_guard_files_systemd_unit(env):
     assert set(caps) == {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_KILL",
                          "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH"}, caps
     for line in ("OOMScoreAdjust=-1000", "MemoryMax=64M", "ProtectSystem=strict",
+                 "Documentation=man:umtrace-guard(8)",
                  "NoNewPrivileges=yes", "PrivateTmp=yes", "Restart=on-failure"):
         assert re.search(rf"^{re.escape(line)}$", text, re.M), line
     if not shutil.which("systemd-analyze"):
@@ -103,7 +104,10 @@ def test_guard_files_systemd_unit(env):
     path = env.tmpfile("umtrace-guard.service")
     with open(path, "w") as f:
         f.write(text.replace("/usr/local/sbin/umtrace", env.umtrace))
+    # Documentation=man:umtrace-guard(8): verify runs man for it, so point
+    # man at this build's pages (make man).
+    menv = dict(os.environ, MANPATH=os.path.join(env.out, "man"))
     p = subprocess.run(["systemd-analyze", "verify", path], capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, env=menv)
     out = (p.stdout + p.stderr).strip()
     assert p.returncode == 0 and not out, f"systemd-analyze verify: rc {p.returncode}: {out}"
