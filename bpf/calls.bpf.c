@@ -11,6 +11,7 @@
  */
 #include "guard.bpf.h"
 #include "managed.bpf.h"
+#include "torch.bpf.h"
 
 /* The smallest page size of x86 and arm64: user stacks end at its multiples. */
 #define UMT_PAGE_MIN 4096
@@ -466,9 +467,15 @@ static __always_inline void forget_managed(__u32 tgid)
 static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgid)
 {
 	struct umt_proc_exit_rec *r;
+	struct umt_gpu_proc *p;
+	__u32 torch = 0;
 
+	p = bpf_map_lookup_elem(&gpu_procs, &tgid);
+	if (p)
+		torch = p->torch_devs;
 	if (bpf_map_delete_elem(&gpu_procs, &tgid))
 		return;	/* made no GPU call */
+	torch_forget(tgid, torch);
 	forget_managed(tgid);
 	r = rec_reserve(sizeof(*r));
 	if (!r)

@@ -39,4 +39,14 @@
 #define UMT_CK_SIZE32		(1ULL << 34)
 #define UMT_CK_MANAGED		(1ULL << 35)	/* pages come later, on CPU faults */
 
+/*
+ * The PyTorch hook's cookie (bpf/torch.bpf.c), one per mangled form of
+ * c10::reportMemoryUsageToProfiler in a libc10.so:
+ *   bit 0   the form carries the allocator's totals: (ptr, size,
+ *           total_allocated, total_reserved, device), the device the 5th
+ *           argument; without it (ptr, size, device), the device the 3rd,
+ *           and allocated is kept from the signed sizes
+ */
+#define UMT_TORCH_CK_TOTALS	(1ULL << 0)
+
 #endif /* UMTRACE_COOKIE_H */

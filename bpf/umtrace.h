@@ -32,6 +32,7 @@ enum umt_rec_type {
 	UMT_REC_USTACK = 3,	/* registers and raw stack at a call's entry */
 	UMT_REC_GUARD = 4,	/* the guard stopped (or, dry, would stop) a process */
 	UMT_REC_SCOPE_ASK = 5,	/* the guard has no verdict for a process name */
+	UMT_REC_TORCH = 6,	/* PyTorch's caching allocator: a process's figures */
 };
 
 /*
@@ -120,6 +121,75 @@ struct umt_gpu_proc {
 	__u64 outside_alloc;	/* pages */
 	__u64 outside_freed;
 	__u64 reclaims;
+	__u32 torch_devs;	/* bit n: a torch_devs entry for device n */
+	__u32 pad;
+};
+
+/*
+ * PyTorch's CUDA caching allocator, seen through the hook it calls on
+ * every block allocation and free (c10::reportMemoryUsageToProfiler,
+ * bpf/torch.bpf.c): its figures per process and CUDA device, kept in a
+ * table of slots in the program's global data (torch_slots) that user
+ * space reads in place. Devices 0 .. UMT_TORCH_MAX_DEVS - 1 are kept.
+ */
+#define UMT_TORCH_MAX_DEVS	16
+#define UMT_TORCH_TOTALS	1	/* the hook gave the allocator's totals */
+/*
+ * The table: a slot's place is picked by hashing its process and device
+ * into one of UMT_TORCH_GROUPS groups of UMT_TORCH_WAYS slots; a group
+ * fits in a page, so finding a slot touches one page whatever the way.
+ */
+#define UMT_TORCH_GROUPS	512
+#define UMT_TORCH_WAYS		4
+#define UMT_TORCH_SLOTS		(UMT_TORCH_GROUPS * UMT_TORCH_WAYS)
+
+struct umt_torch_dev {
+	__u64 allocated;	/* bytes in allocated blocks (allocated_bytes) */
+	__u64 reserved;		/* bytes in segments (reserved_bytes); 0 unknown */
+	__u64 peak_allocated;	/* the largest seen since the probe went in */
+	__u64 peak_reserved;
+	__u64 alloc_low;	/* allocated's lowest since the last sample */
+	__u64 alloc_high;	/* and highest */
+	__u64 allocs;		/* block allocations reported */
+	__u64 frees;		/* block frees reported */
+	__u64 last_ns;		/* the clock at one of the last 16 calls (MONOTONIC) */
+	__u64 sampled_ns;	/* the last sample record sent */
+	__u32 flags;		/* UMT_TORCH_TOTALS */
+	__u32 pad;
+};
+
+struct umt_torch_slot {
+	__u64 key;		/* tgid << 32 | device; 0: free */
+	struct umt_torch_dev d;
+	__u64 pad[4];		/* 128 bytes: a group never straddles a page */
+};
+
+static inline __u64 umt_torch_key(__u32 tgid, __u32 device)
+{
+	return (__u64)tgid << 32 | device;
+}
+
+/* The group of a process and device: its first slot's index. */
+static inline __u32 umt_torch_group(__u32 tgid, __u32 device)
+{
+	__u32 h = (tgid ^ device * 0x85ebca6bU) * 0x9e3779b1U;
+
+	return (h >> 16) % UMT_TORCH_GROUPS * UMT_TORCH_WAYS;
+}
+
+/*
+ * At most one per process and device every torch_sample_ns, sent at a
+ * hook call (its figures moved): the entry as that call left it. The
+ * range alloc_low..alloc_high covers the calls since the previous one.
+ */
+struct umt_torch_rec {
+	__u32 type;		/* UMT_REC_TORCH */
+	__u32 pid;		/* tgid */
+	__u32 device;
+	__u32 pad;
+	__u64 ts_ns;		/* the call's */
+	struct umt_torch_dev d;
+	char comm[TASK_COMM_LEN];	/* the process's (its main thread's) */
 };
 
 /*

@@ -21,10 +21,12 @@ UMT_BENCH_SAVED_GOAL := $(.DEFAULT_GOAL)
 UMT_BENCH_OUT := $(OUT)/bench
 UMT_BENCH_LDLIBS := -lbpf -lelf -lz
 
-BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm $(UMT_BENCH_OUT)/interleave
+BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm $(UMT_BENCH_OUT)/interleave \
+	$(UMT_BENCH_OUT)/hookloop
 
 .PHONY: bench-progs
-bench-progs: $(BENCH_PROGS) $(OUT)/umtrace $(FAKECUDA_LIB) $(OUT)/tests/alloc_mix
+bench-progs: $(BENCH_PROGS) $(OUT)/umtrace $(FAKECUDA_LIB) $(OUT)/tests/alloc_mix \
+	$(OUT)/tests/libc10.so
 
 $(UMT_BENCH_OUT):
 	$(Q)mkdir -p $@
@@ -49,6 +51,17 @@ $(UMT_BENCH_OUT)/empty_tp: $(UMT_BENCH_DIR)/empty_tp.c \
 $(UMT_BENCH_OUT)/interleave: $(UMT_BENCH_DIR)/interleave.c | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE $< $(UMT_BENCH_LDLIBS) -o $@
+
+# PyTorch's allocator hook, called alone or by the test caching allocator
+# (tests/workloads), through the fake libcuda and libc10 (tests/tests.mk).
+$(UMT_BENCH_OUT)/hookloop: $(UMT_BENCH_DIR)/hookloop.c \
+		tests/workloads/caching_allocator.c tests/workloads/caching_allocator.h \
+		tests/fakecuda/c10_fake.h tests/fakecuda/cuda_fake.h \
+		$(OUT)/tests/libcuda.so.1 $(OUT)/tests/libc10.so | $(UMT_BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -Itests/fakecuda -Itests/workloads \
+		$(filter %.c,$^) -L$(OUT)/tests -l:libcuda.so.1 -l:libc10.so \
+		-Wl,-rpath,$(abspath $(OUT)/tests) -o $@
 
 $(UMT_BENCH_OUT)/storm: $(UMT_BENCH_DIR)/storm.c | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)

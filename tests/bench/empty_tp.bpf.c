@@ -5,7 +5,9 @@
  * (the tracepoint's BPF dispatch), against which umtrace's own cost is
  * judged; with empty_free beside it, the floor of a tracer that must see
  * frees too, as the guard and trace do. tests/bench/empty_tp attaches
- * empty_alloc only; tests/bench/interleave toggles either.
+ * empty_alloc only; tests/bench/interleave toggles either. empty_uprobe
+ * is the same for a uprobe (empty_tp --uprobe): what any uprobe program
+ * on PyTorch's allocator hook pays before doing anything.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -22,6 +24,12 @@ int BPF_PROG(empty_alloc, struct page *page, unsigned int order, gfp_t gfp)
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(empty_free, struct page *page, unsigned int order)
+{
+	return 0;
+}
+
+SEC("uprobe")
+int empty_uprobe(void *ctx)
 {
 	return 0;
 }

@@ -3,6 +3,8 @@
  * empty_tp: attach the empty mm_page_alloc program, say "attached" on
  * stdout, and stay attached until SIGINT or SIGTERM. The overhead benchmark
  * runs the page-fault storm under it to measure the bare BPF dispatch cost.
+ * empty_tp --uprobe PATH:SYMBOL attaches the empty uprobe program there
+ * instead: the floor of a uprobe (PyTorch's allocator hook).
  */
 #include <errno.h>
 #include <signal.h>
@@ -49,11 +51,34 @@ static int install_signals(sigset_t *old)
 	return 0;
 }
 
-int main(void)
+/* "PATH:SYMBOL": the empty uprobe on that function. */
+static int attach_uprobe(struct empty_tp_bpf *skel, char *spec)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, opts);
+	char *colon = strrchr(spec, ':');
+
+	if (!colon || colon == spec || !colon[1])
+		return -EINVAL;
+	*colon = '\0';
+	opts.func_name = colon + 1;
+	skel->links.empty_uprobe = bpf_program__attach_uprobe_opts(skel->progs.empty_uprobe, -1,
+								   spec, 0, &opts);
+	return skel->links.empty_uprobe ? 0 : -errno;
+}
+
+int main(int argc, char **argv)
 {
 	struct empty_tp_bpf *skel = NULL;
+	char *uprobe = NULL;
 	sigset_t old;
 	int err;
+
+	if (argc == 3 && !strcmp(argv[1], "--uprobe")) {
+		uprobe = argv[2];
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: empty_tp [--uprobe PATH:SYMBOL]\n");
+		return 2;
+	}
 
 	libbpf_set_print(print_warnings);
 	err = install_signals(&old);
@@ -69,12 +94,14 @@ int main(void)
 	}
 	/* The floor is the alloc program alone; interleave uses the free one. */
 	bpf_program__set_autoload(skel->progs.empty_free, false);
+	bpf_program__set_autoload(skel->progs.empty_alloc, !uprobe);
+	bpf_program__set_autoload(skel->progs.empty_uprobe, !!uprobe);
 	err = empty_tp_bpf__load(skel);
 	if (err) {
 		fprintf(stderr, "empty_tp: cannot load: %s\n", strerror(-err));
 		goto cleanup;
 	}
-	err = empty_tp_bpf__attach(skel);
+	err = uprobe ? attach_uprobe(skel, uprobe) : empty_tp_bpf__attach(skel);
 	if (err) {
 		fprintf(stderr, "empty_tp: cannot attach: %s\n", strerror(-err));
 		goto cleanup;

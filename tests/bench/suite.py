@@ -64,7 +64,11 @@ Passes
      to run than two storms apart, and the page_alloc targets are judged on
      it (the mean of the two orders' medians: the first program on the
      tracepoint pays for what is cold on the way).
-  3. guard idle: umtrace guard left alone BENCH_IDLE_S seconds: RSS, CPU.
+  3. PyTorch's allocator hook (BENCH_TORCH=0 skips it; tests/bench/torch_bench.py,
+     which runs alone too): ns per hook call untraced, under an empty uprobe
+     and under umtrace's program; the program body (bpf_stats); a job
+     making 100,000 tensor allocations a second, its CPU time.
+  4. guard idle: umtrace guard left alone BENCH_IDLE_S seconds: RSS, CPU.
      As an always-on guard runs: no --libcuda (it finds the fake through
      LD_LIBRARY_PATH) and a rescan for new libcuda files every 2 s. Then
      the rescan's own cost: the same with --rescan 0, and the default with
@@ -88,6 +92,7 @@ Environment
   BENCH_STATS_ROUNDS=1    storm rounds in the statistics pass
   BENCH_STATS_CALLS=200000  GPU calls per run in the statistics pass
   BENCH_IDLE_S=30         guard idle time (0: not measured)
+  BENCH_TORCH=1           0: skip the torch pass (its own knobs: torch_bench.py)
   BENCH_SLICE_PAIRS=100   slice pairs per block (0: no slices pass)
   BENCH_SLICE_BLOCKS=2    blocks per configuration in the slices pass
   BENCH_SLICE_MIB=32      MiB per slice
@@ -105,6 +110,9 @@ import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_bench  # noqa: E402  (beside this file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -588,6 +596,8 @@ class Suite:
         self.stats_rounds = env_int("BENCH_STATS_ROUNDS", 1)
         self.stats_calls = env_int("BENCH_STATS_CALLS", 200000, lo=4)
         self.idle_s = env_int("BENCH_IDLE_S", 30, lo=0)
+        self.torch_on = env_int("BENCH_TORCH", 1, lo=0) != 0
+        self.torch = None	# torch_bench.run()'s results
         self.slice_pairs = env_int("BENCH_SLICE_PAIRS", 100, lo=0)
         self.slice_blocks = env_int("BENCH_SLICE_BLOCKS", 2)
         self.slice_mib = env_int("BENCH_SLICE_MIB", 32)
@@ -610,8 +620,10 @@ class Suite:
     def check(self):
         if os.geteuid():
             die("needs root (BPF programs, kernel.bpf_stats_enabled)")
+        torch = [os.path.join(self.out, "bench", "hookloop"),
+                 os.path.join(self.out, "tests", "libc10.so")] if self.torch_on else []
         for f in (self.umtrace, self.libcuda, self.alloc_mix, self.storm_bin, self.empty_tp,
-                  self.interleave, self.empty_obj, self.umtrace_obj):
+                  self.interleave, self.empty_obj, self.umtrace_obj, *torch):
             if not os.path.exists(f):
                 die(f"{f} is missing: run 'make bench' (or make OUT=... bench-progs)")
         if subprocess.run(["bpftool", "version"], capture_output=True).returncode:
@@ -961,6 +973,8 @@ class Suite:
                     self.block("calls", [c for c in self.configs
                                          if c in GPU_CONFIGS and c != "none"], True)
                 self.set_stats(False)
+            if self.torch_on:
+                self.torch = torch_bench.run(self.out, note)
             self.idle = self.guard_idle() if "guard" in self.configs and self.idle_s else None
             self.idle_after = cpu_idle_fraction(2)
             self.foreign_after = foreign_tracing_progs()
@@ -1270,6 +1284,10 @@ class Report:
             p(f"  (RssFile holds the ring buffer, mapped twice: the 8 MiB default counts 16. "
               f"With --ringbuf-size 256K: VmRSS {mib(small['VmRSS'])}, "
               f"VmHWM {mib(small['VmHWM'])}: the peak is reached while loading)")
+        if s.torch:
+            torch_bench.print_table(s.torch, p)
+            res, name, figure = torch_bench.target(s.torch)
+            self.target(name, figure, None if res == "N/A" else res == "PASS")
         p("\nTargets")
         for t in self.targets:
             extra = f" ({t['note']})" if "note" in t else ""
@@ -1353,6 +1371,7 @@ class Report:
                                if s.attach.get(c) else {})}
                         for c in s.configs if c != "none"},
             "guard_idle": s.idle,
+            "torch_hook": s.torch,
             "paired_page_alloc": {c: {"runs": runs, **dict(zip(
                 ("balanced_diff_ns", "empty_first_diff_ns", "tracer_first_diff_ns"),
                 self.paired_diff(c) or ()))} for c, runs in s.paired.items()},

@@ -34,6 +34,7 @@
 enum c10_device_type {
 	C10_DEVICE_CPU = 0,
 	C10_DEVICE_CUDA = 1,
+	C10_DEVICE_XPU = 12,	/* another backend's allocator */
 };
 
 /* c10::Device; c10::Device(kCPU) has index -1 */

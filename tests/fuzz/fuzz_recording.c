@@ -78,16 +78,28 @@ static void on_stop(void *ctx, const struct rec_stop *s)
 	sink += strlen(s->comm) + strlen(s->reason_text) + strlen(s->site);
 }
 
+/* PyTorch's allocator samples, whatever their figures, into its model. */
+static struct torch_model torch;
+
+static void on_torch(void *ctx, const struct torch_sample *s)
+{
+	(void)ctx;
+	torch_model__add(&torch, s);
+}
+
 static const struct recording_ops ops = {
 	.on_call = on_call,
 	.on_stop = on_stop,
+	.on_torch = on_torch,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct replay_stats st;
+	struct torch_verdict v;
 	struct callsites cs;
 	uint8_t *file = NULL;
+	size_t i;
 	char warn[320];
 	size_t len = size;
 	int err;
@@ -99,12 +111,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		data = file;
 	}
 	callsites__init(&cs, 1000);
+	torch_model__init(&torch, NULL);
 	err = recording__replay_mem(data, len, &ops, &cs, &st);
 	if (!err) {
 		if (st.file.good_bytes + st.file.lost_bytes != st.file.file_bytes)
 			abort();	/* every byte is read or said lost */
 		replay_stats__warning(&st, warn, sizeof(warn));
 	}
+	for (i = 0; i < torch.n; i++) {
+		torch_model__judge(&torch, torch_model__dev(&torch, i), &v);
+		sink += v.kind + v.advice;
+	}
+	torch_model__free(&torch);
 	callsites__free(&cs);
 	free(file);
 	return 0;

@@ -243,7 +243,7 @@ def top_snapshots(text):
             continue
         cur[int(f[0])] = {"comm": f[1], "gpu_held": parse_size(f[2]),
                           "host_hold": parse_size(f[3]), "observed": parse_size(f[4]),
-                          "outside": f[5], "allocs": int(f[-1])}
+                          "outside": f[5], "allocs": int(f[7])}	# PyTorch's columns may follow
     return snaps
 
 

@@ -11,7 +11,7 @@ import harness
 
 # Every key guard_config knows (user/guard/config.c).
 CONFIG_KEYS = {"floor", "low", "drop", "metric", "action", "scope", "protect", "dry_run",
-               "auto_resume", "on_stop", "postmortem_dir", "metrics_file", "libcuda"}
+               "auto_resume", "on_stop", "postmortem_dir", "metrics_file", "libcuda", "torch"}
 
 
 def unit_test_bin(env, name):
@@ -57,7 +57,8 @@ def test_guard_files_metrics_promtool(env):
     rc, out = promtool_check(text)
     assert rc == 0 and not out, f"promtool: rc {rc}: {out}"
     names = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
-    assert all(n.startswith("umtrace_guard_") for n in names), names
+    assert all(n.startswith(("umtrace_guard_", "umtrace_torch_")) for n in names), names
+    assert {"umtrace_torch_allocated_bytes", "umtrace_torch_reserved_bytes"} <= names, names
     # The check has teeth: an unescaped quote in a label is refused.
     rc, out = promtool_check(text.replace('a\\"b', 'a"b'))
     assert rc != 0, "promtool accepted a broken label"

@@ -25,6 +25,12 @@ static const struct guard_metrics_process procs[] = {
 	{ .pid = 7, .comm = "a\"b\\c\nd" },
 };
 
+static const struct guard_metrics_torch torch[] = {
+	{ .pid = 123, .comm = "python3", .device = 0, .allocated = 41943040,
+	  .reserved = 668991488, .reserved_known = true },
+	{ .pid = 123, .comm = "python3", .device = 1, .allocated = 1048576 },	/* 3-argument hook */
+};
+
 static const struct guard_metrics sample = {
 	.up = true,
 	.floor = 2621440000ULL,
@@ -44,6 +50,9 @@ static const struct guard_metrics sample = {
 	.last_stop_time = 1700000000.5,
 	.procs = procs,
 	.n_procs = 2,
+	.torch_on = true,
+	.torch = torch,
+	.n_torch = 2,
 };
 
 static const char expected[] =
@@ -109,7 +118,16 @@ static const char expected[] =
 	"# HELP umtrace_guard_process_stopped 1 if the guard holds the process stopped.\n"
 	"# TYPE umtrace_guard_process_stopped gauge\n"
 	"umtrace_guard_process_stopped{pid=\"123\",comm=\"python3\"} 1\n"
-	"umtrace_guard_process_stopped{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 0\n";
+	"umtrace_guard_process_stopped{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 0\n"
+	"# HELP umtrace_torch_allocated_bytes Bytes in blocks PyTorch's CUDA caching allocator "
+	"has handed out (torch.cuda.memory_allocated).\n"
+	"# TYPE umtrace_torch_allocated_bytes gauge\n"
+	"umtrace_torch_allocated_bytes{pid=\"123\",comm=\"python3\",device=\"0\"} 41943040\n"
+	"umtrace_torch_allocated_bytes{pid=\"123\",comm=\"python3\",device=\"1\"} 1048576\n"
+	"# HELP umtrace_torch_reserved_bytes Bytes PyTorch's CUDA caching allocator holds "
+	"from the driver (torch.cuda.memory_reserved).\n"
+	"# TYPE umtrace_torch_reserved_bytes gauge\n"
+	"umtrace_torch_reserved_bytes{pid=\"123\",comm=\"python3\",device=\"0\"} 668991488\n";
 
 static char *format(const struct guard_metrics *m)
 {

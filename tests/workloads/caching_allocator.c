@@ -145,10 +145,17 @@ static void ca_report(uint64_t ptr, int64_t size)
 	ca_st.last_reserved = ca_st.reserved;
 }
 
+static struct c10_device ca_cpu_dev = { .type = C10_DEVICE_CPU, .index = -1 };
+
+void ca_set_cpu_device(int8_t type, int8_t index)
+{
+	ca_cpu_dev = (struct c10_device){ .type = type, .index = index };
+}
+
 /* CPUAllocator's reporter: its own totals, no reserve, c10::Device(kCPU). */
 void ca_report_cpu(void *buf, int64_t size)
 {
-	struct c10_device dev = { .type = C10_DEVICE_CPU, .index = -1 };
+	struct c10_device dev = ca_cpu_dev;
 
 	if (size > 0) {
 		ca_st.cpu_allocated += (uint64_t)size;

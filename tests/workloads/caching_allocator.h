@@ -62,6 +62,8 @@ void ca_free(struct ca_block *b);
 uint64_t ca_empty_cache(void);
 /* A CPU allocator's call to the same hook: c10::Device(kCPU), own totals. */
 void ca_report_cpu(void *buf, int64_t size);
+/* The device ca_report_cpu() reports on: c10::Device(kCPU) unless set. */
+void ca_set_cpu_device(int8_t type, int8_t index);
 const struct ca_stats *ca_stats(void);
 
 /* One line on stderr ("torch_alloc: ..."), exit status 1. */

@@ -8,7 +8,7 @@
  * own totals.
  *
  * usage: torch_alloc [-m MODE] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS]
- *                    [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C] [-V]
+ *                    [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C | -X] [-V]
  *                    [-M SIZE] [-w MS] [-d MS] [-o FILE]
  *
  * The job: WEIGHTS (-p, default 2) tensors of 20 MiB, one segment each,
@@ -39,7 +39,8 @@
  * -C adds CPU allocator calls to the same hook (c10::Device(kCPU), i.e.
  * {0, -1}; a 256 KiB buffer reported at the start of every step and freed
  * as the step's last hook call, with the CPU totals), which a tool must
- * not count. -V checks the allocator's invariants after every call (blocks
+ * not count; -X does the same on another backend's device, {XPU, 0}
+ * (index 0, as CUDA's first device: only the type tells them apart). -V checks the allocator's invariants after every call (blocks
  * tile their segments, free neighbours coalesced, the free lists, pages
  * mapped under mapped blocks only, totals equal to the blocks): the
  * self-test of this double.
@@ -91,6 +92,7 @@ static struct {
 	unsigned int growth_pct;
 	unsigned int keep;
 	bool cpu;
+	bool other;		/* -X: the CPU buffer on {XPU, 0} */
 	struct ca_config ca;
 	unsigned long wait_ms;
 	unsigned long delay_ms;
@@ -239,7 +241,7 @@ static void ta_json_head(FILE *f, const struct fakecuda_stats *st)
 	fprintf(f, "  \"config\": {\"steps\": %lu, \"tensors\": %u, "
 		"\"base\": %llu, \"weights\": %u, \"weight_bytes\": %llu, "
 		"\"growth_pct\": %u, \"keep\": %u, \"peak_step\": %d, "
-		"\"peak_factor\": %d, \"cpu\": %s, \"gpu_mem\": %llu, "
+		"\"peak_factor\": %d, \"cpu\": %s, \"cpu_device_type\": %d, \"gpu_mem\": %llu, "
 		"\"wait_ms\": %lu},\n",
 		opt.steps, opt.tensors, (unsigned long long)opt.base,
 		opt.weights, (unsigned long long)TA_WEIGHT_SIZE,
@@ -247,6 +249,7 @@ static void ta_json_head(FILE *f, const struct fakecuda_stats *st)
 		opt.mode == TA_LEAK ? opt.keep : 0,
 		opt.mode == TA_CACHE ? TA_PEAK_STEP : -1,
 		opt.mode == TA_CACHE ? TA_PEAK_FACTOR : 1, ta_bool(opt.cpu),
+		opt.other ? C10_DEVICE_XPU : C10_DEVICE_CPU,
 		(unsigned long long)opt.ca.gpu_mem, opt.wait_ms);
 	fprintf(f, "  \"fake\": {\"mode\": \"%s\", \"pool\": %s, "
 		"\"populated_bytes\": %llu, \"released_bytes\": %llu},\n",
@@ -352,7 +355,7 @@ static int ta_write_report(const struct fakecuda_stats *st)
 
 static void __attribute__((noreturn)) ta_usage(void)
 {
-	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
+	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
 	exit(2);
 }
 
@@ -418,7 +421,7 @@ static void ta_parse(int argc, char **argv)
 
 	opt.ca.expandable = conf && strstr(conf, "expandable_segments:True");
 	opterr = 0;	/* one line on bad input: the usage */
-	while ((c = getopt(argc, argv, "m:s:t:b:p:g:k:e3LCVM:w:d:o:")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:t:b:p:g:k:e3LCXVM:w:d:o:")) != -1) {
 		switch (c) {
 		case 'm':
 			opt.mode = ta_parse_mode(optarg);
@@ -452,6 +455,10 @@ static void ta_parse(int argc, char **argv)
 			break;
 		case 'C':
 			opt.cpu = true;
+			break;
+		case 'X':
+			opt.cpu = opt.other = true;
+			ca_set_cpu_device(C10_DEVICE_XPU, 0);
 			break;
 		case 'V':
 			opt.ca.verify = true;

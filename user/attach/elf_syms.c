@@ -39,19 +39,60 @@ static uint64_t sym_file_offset(Elf *elf, uint64_t addr)
 	return 0;
 }
 
-static int name_index(const char *sym, const char *const *names, size_t n)
+struct by_name {
+	const char *const *names;
+	size_t n;
+	uint64_t *offsets;
+};
+
+static int take_named(const char *sym, size_t len, uint64_t off, void *ctx)
 {
-	size_t len = strcspn(sym, "@");	/* "cuInit@@libcuda.so.1" */
+	struct by_name *b = ctx;
 	size_t i;
 
-	for (i = 0; i < n; i++)
-		if (strlen(names[i]) == len && !strncmp(sym, names[i], len))
-			return (int)i;
-	return -1;
+	for (i = 0; i < b->n; i++) {
+		if (strlen(b->names[i]) != len || strncmp(sym, b->names[i], len))
+			continue;
+		if (b->offsets[i])
+			return 0;
+		b->offsets[i] = off;
+		return 1;
+	}
+	return 0;
 }
 
-static int scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
-		       const char *const *names, size_t n, uint64_t *offsets)
+struct by_prefix {
+	const char *prefix;
+	struct elf_sym_hit *hits;
+	size_t n, max;
+};
+
+/* .dynsym and .symtab both list an exported function: keep it once. */
+static int take_prefixed(const char *sym, size_t len, uint64_t off, void *ctx)
+{
+	struct by_prefix *b = ctx;
+	struct elf_sym_hit *h;
+	size_t i;
+
+	if (strncmp(sym, b->prefix, strlen(b->prefix)) || len >= sizeof(h->name))
+		return 0;
+	for (i = 0; i < b->n; i++)
+		if (b->hits[i].offset == off && strlen(b->hits[i].name) == len &&
+		    !strncmp(b->hits[i].name, sym, len))
+			return 0;
+	if (b->n == b->max)
+		return 0;
+	h = &b->hits[b->n++];
+	memcpy(h->name, sym, len);
+	h->name[len] = '\0';
+	h->offset = off;
+	return 1;
+}
+
+/* What one symbol table entry asks of a scan: a name and its offset. */
+typedef int (*sym_fn)(const char *name, size_t len, uint64_t offset, void *ctx);
+
+static int scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, sym_fn fn, void *ctx)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t i, count;
@@ -63,7 +104,8 @@ static int scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
 	for (i = 0; i < count; i++) {
 		GElf_Sym sym;
 		const char *nm;
-		int idx, type;
+		uint64_t off;
+		int type;
 
 		if (!gelf_getsym(data, i, &sym))
 			continue;
@@ -74,24 +116,21 @@ static int scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh,
 		nm = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!nm)
 			continue;
-		idx = name_index(nm, names, n);
-		if (idx < 0 || offsets[idx])
-			continue;
-		offsets[idx] = sym_file_offset(elf, sym.st_value);
-		found += !!offsets[idx];
+		off = sym_file_offset(elf, sym.st_value);
+		if (off)
+			found += fn(nm, strcspn(nm, "@"), off, ctx);	/* "cuInit@@libcuda.so.1" */
 	}
 	return found;
 }
 
-int elf_syms__resolve(const char *path, const char *const *names, size_t n,
-		      uint64_t *offsets, const char **why)
+/* Open path as an ELF file of this machine and scan its symbol tables. */
+static int scan_file(const char *path, sym_fn fn, void *ctx, const char **why)
 {
 	Elf_Scn *scn = NULL;
 	GElf_Ehdr eh;
 	Elf *elf;
 	int fd, found = 0, err = 0;
 
-	memset(offsets, 0, n * sizeof(*offsets));
 	*why = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		*why = "libelf initialisation failed";
@@ -126,11 +165,28 @@ int elf_syms__resolve(const char *path, const char *const *names, size_t n,
 			continue;
 		if (sh.sh_type != SHT_DYNSYM && sh.sh_type != SHT_SYMTAB)
 			continue;
-		found += scan_symtab(elf, scn, &sh, names, n, offsets);
+		found += scan_symtab(elf, scn, &sh, fn, ctx);
 	}
 out:
 	if (elf)
 		elf_end(elf);
 	close(fd);
 	return err ? err : found;
+}
+
+int elf_syms__resolve(const char *path, const char *const *names, size_t n,
+		      uint64_t *offsets, const char **why)
+{
+	struct by_name b = { names, n, offsets };
+
+	memset(offsets, 0, n * sizeof(*offsets));
+	return scan_file(path, take_named, &b, why);
+}
+
+int elf_syms__find_prefix(const char *path, const char *prefix,
+			  struct elf_sym_hit *hits, size_t max, const char **why)
+{
+	struct by_prefix b = { prefix, hits, 0, max };
+
+	return scan_file(path, take_prefixed, &b, why);
 }

@@ -14,4 +14,18 @@
 int elf_syms__resolve(const char *path, const char *const *names, size_t n,
 		      uint64_t *offsets, const char **why);
 
+/* A function symbol found by its name's prefix. */
+struct elf_sym_hit {
+	char name[256];		/* the whole name, without a version ("@...") */
+	uint64_t offset;	/* in the file */
+};
+
+/*
+ * Every function the file defines whose name starts with prefix, at most
+ * max of them (an alias at one offset included: the caller picks). Returns
+ * how many, or -errno with *why set as elf_syms__resolve does.
+ */
+int elf_syms__find_prefix(const char *path, const char *prefix,
+			  struct elf_sym_hit *hits, size_t max, const char **why);
+
 #endif /* UMTRACE_ELF_SYMS_H */

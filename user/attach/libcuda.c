@@ -22,7 +22,18 @@ static const char *const driver_dirs[] = {
 	"/usr/lib/wsl/lib",
 };
 
-int libcuda_set__add(struct libcuda_set *set, const char *path)
+/* The file names looked for, as in LD_LIBRARY_PATH and the linker cache. */
+static const char *const lib_names[LIB__KINDS] = {
+	[LIB_CUDA] = "libcuda.so.1",
+	[LIB_C10] = "libc10.so",
+};
+
+static bool wanted(const struct libcuda_set *set, enum lib_kind kind)
+{
+	return !(set->skip & (1U << kind));
+}
+
+int libcuda_set__add(struct libcuda_set *set, const char *path, enum lib_kind kind)
 {
 	struct libcuda *lib;
 	struct stat st;
@@ -33,7 +44,8 @@ int libcuda_set__add(struct libcuda_set *set, const char *path)
 	if (!S_ISREG(st.st_mode))
 		return -EISDIR;
 	for (i = 0; i < set->n; i++)
-		if (set->libs[i].dev == st.st_dev && set->libs[i].ino == st.st_ino)
+		if (set->libs[i].dev == st.st_dev && set->libs[i].ino == st.st_ino &&
+		    set->libs[i].kind == kind)
 			return 0;
 	if (strlen(path) >= sizeof(lib->path))
 		return -ENAMETOOLONG;
@@ -49,18 +61,21 @@ int libcuda_set__add(struct libcuda_set *set, const char *path)
 	lib = &set->libs[set->n++];
 	memset(lib, 0, sizeof(*lib));
 	strcpy(lib->path, path);
+	lib->kind = kind;
 	lib->dev = st.st_dev;
 	lib->ino = st.st_ino;
 	return 1;
 }
 
-static void add_from_dir(struct libcuda_set *set, const char *dir)
+static void add_from_dir(struct libcuda_set *set, const char *dir, enum lib_kind kind)
 {
 	char path[PATH_MAX];
 
-	if (snprintf(path, sizeof(path), "%s/libcuda.so.1", dir) >= (int)sizeof(path))
+	if (!wanted(set, kind))
 		return;
-	if (libcuda_set__add(set, path) > 0)
+	if (snprintf(path, sizeof(path), "%s/%s", dir, lib_names[kind]) >= (int)sizeof(path))
+		return;
+	if (libcuda_set__add(set, path, kind) > 0)
 		vlog("found %s", path);
 }
 
@@ -71,9 +86,12 @@ static void add_from_ld_library_path(struct libcuda_set *set)
 
 	if (!env || !(copy = strdup(env)))
 		return;
-	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
-		if (*dir)
-			add_from_dir(set, dir);
+	for (dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		if (!*dir)
+			continue;
+		add_from_dir(set, dir, LIB_CUDA);
+		add_from_dir(set, dir, LIB_C10);
+	}
 	free(copy);
 }
 
@@ -81,6 +99,7 @@ static void add_from_ld_library_path(struct libcuda_set *set)
 static void add_from_ld_cache(struct libcuda_set *set)
 {
 	char line[PATH_MAX + 128];
+	int kind;
 	FILE *f;
 
 	f = popen("PATH=/sbin:/usr/sbin:/bin:/usr/bin ldconfig -p 2>/dev/null", "re");
@@ -88,13 +107,17 @@ static void add_from_ld_cache(struct libcuda_set *set)
 		return;
 	while (fgets(line, sizeof(line), f)) {
 		char *arrow = strstr(line, " => ");
-		const char *name = line + strspn(line, " \t");
+		char *name = line + strspn(line, " \t");
 
-		if (!arrow || strncmp(name, "libcuda.so", 10))
+		if (!arrow)
+			continue;
+		name[strcspn(name, " \t")] = '\0';
+		kind = lib_kind__of(name);
+		if (kind < 0 || !wanted(set, kind))
 			continue;
 		arrow += 4;
 		arrow[strcspn(arrow, "\n")] = '\0';
-		if (libcuda_set__add(set, arrow) > 0)
+		if (libcuda_set__add(set, arrow, kind) > 0)
 			vlog("found %s in the linker cache", arrow);
 	}
 	pclose(f);
@@ -107,21 +130,30 @@ void libcuda_set__add_default(struct libcuda_set *set)
 	add_from_ld_library_path(set);
 	add_from_ld_cache(set);
 	for (i = 0; i < sizeof(driver_dirs) / sizeof(driver_dirs[0]); i++)
-		add_from_dir(set, driver_dirs[i]);
+		add_from_dir(set, driver_dirs[i], LIB_CUDA);
 }
 
-static bool is_libcuda(const char *path)
+/*
+ * libcuda.so, .so.1, .so.580.65.06; libc10.so (and a versioned name), but
+ * not libc10_cuda.so: the hook is in libc10 itself.
+ */
+int lib_kind__of(const char *path)
 {
 	const char *base = strrchr(path, '/');
 
-	return base && !strncmp(base + 1, "libcuda.so", 10);
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "libcuda.so", 10))
+		return LIB_CUDA;
+	if (!strncmp(base, "libc10.so", 9) && (!base[9] || base[9] == '.'))
+		return LIB_C10;
+	return -1;
 }
 
 /* Containers see their own files: read the path through /proc/PID/root. */
 static int scan_maps(struct libcuda_set *set, const char *pid)
 {
 	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64];
-	int added = 0;
+	int added = 0, kind;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
@@ -131,14 +163,15 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 	while (fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/');
 
-		if (!file || !strstr(file, "libcuda.so"))
+		if (!file || !(strstr(file, "libcuda.so") || strstr(file, "libc10.so")))
 			continue;
 		file[strcspn(file, "\n")] = '\0';
-		if (strstr(file, " (deleted)") || !is_libcuda(file))
+		kind = lib_kind__of(file);
+		if (strstr(file, " (deleted)") || kind < 0 || !wanted(set, kind))
 			continue;
 		if (snprintf(lib, sizeof(lib), "/proc/%s/root%s", pid, file) >= (int)sizeof(lib))
 			continue;
-		if (libcuda_set__add(set, lib) > 0) {
+		if (libcuda_set__add(set, lib, kind) > 0) {
 			vlog("found %s mapped by pid %s", lib, pid);
 			added++;
 		}
@@ -172,6 +205,15 @@ int libcuda_set__scan_pid(struct libcuda_set *set, pid_t pid)
 
 	snprintf(name, sizeof(name), "%d", (int)pid);
 	return scan_maps(set, name);
+}
+
+size_t libcuda_set__count(const struct libcuda_set *set, enum lib_kind kind)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < set->n; i++)
+		n += set->libs[i].kind == kind;
+	return n;
 }
 
 void libcuda_set__free(struct libcuda_set *set)

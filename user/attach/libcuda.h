@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Finding the libcuda files to probe. A uprobe belongs to a file (an
- * inode), not to a path, so the set is keyed by device and inode: the same
- * library seen through many /proc/PID/root paths is probed once.
+ * Finding the libraries to probe: libcuda (its allocation entry points)
+ * and PyTorch's libc10 (its caching allocator's hook). A uprobe belongs to
+ * a file (an inode), not to a path, so the set is keyed by device, inode
+ * and kind: the same library seen through many /proc/PID/root paths is
+ * probed once.
  */
 #ifndef UMTRACE_LIBCUDA_H
 #define UMTRACE_LIBCUDA_H
@@ -12,8 +14,15 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+enum lib_kind {
+	LIB_CUDA,	/* libcuda.so* */
+	LIB_C10,	/* libc10.so (PyTorch; wheels keep it in torch/lib) */
+	LIB__KINDS,
+};
+
 struct libcuda {
 	char path[PATH_MAX];
+	enum lib_kind kind;
 	dev_t dev;
 	ino_t ino;
 	bool probed;	/* the caller has attached to it */
@@ -24,16 +33,24 @@ struct libcuda {
 struct libcuda_set {
 	struct libcuda *libs;
 	size_t n, cap;
+	unsigned int skip;	/* bit per kind not looked for (named, or not wanted) */
 };
 
 /* 1 if added, 0 if already known, -errno if the path cannot be used. */
-int libcuda_set__add(struct libcuda_set *set, const char *path);
-/* The dynamic linker cache, LD_LIBRARY_PATH and the usual driver places. */
+int libcuda_set__add(struct libcuda_set *set, const char *path, enum lib_kind kind);
+/*
+ * The dynamic linker cache and LD_LIBRARY_PATH, and for libcuda the usual
+ * driver places.
+ */
 void libcuda_set__add_default(struct libcuda_set *set);
-/* Every libcuda.so* mapped by a running process; returns how many are new. */
+/* Every library looked for mapped by a running process; returns how many are new. */
 int libcuda_set__scan_proc(struct libcuda_set *set);
 /* The same for one process: how many are new, or -errno (no such process). */
 int libcuda_set__scan_pid(struct libcuda_set *set, pid_t pid);
 void libcuda_set__free(struct libcuda_set *set);
+/* How many of the set are of this kind. */
+size_t libcuda_set__count(const struct libcuda_set *set, enum lib_kind kind);
+/* Which kind a file name (a path's last part) is, or -1: neither. */
+int lib_kind__of(const char *path);
 
 #endif /* UMTRACE_LIBCUDA_H */

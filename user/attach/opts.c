@@ -47,14 +47,14 @@ static int parse_pids(struct attach_opts *o, const char *arg)
 	return err;
 }
 
-static int add_libcuda(struct attach_opts *o, const char *arg)
+static int add_path(const char ***list, size_t *n, const char *arg)
 {
-	const char **v = realloc(o->libcuda, (o->n_libcuda + 1) * sizeof(*v));
+	const char **v = realloc(*list, (*n + 1) * sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
-	o->libcuda = v;
-	o->libcuda[o->n_libcuda++] = arg;
+	*list = v;
+	v[(*n)++] = arg;
 	return 0;
 }
 
@@ -73,7 +73,24 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 			elog("--libcuda needs a path");
 			return -EINVAL;
 		}
-		return add_libcuda(o, arg) ? -EINVAL : 1;
+		return add_path(&o->libcuda, &o->n_libcuda, arg) ? -EINVAL : 1;
+	case OPT_LIBC10:
+		if (!*arg) {
+			elog("--libc10 needs a path");
+			return -EINVAL;
+		}
+		if (o->no_libc10) {
+			elog("give --libc10 or --no-libc10, not both");
+			return -EINVAL;
+		}
+		return add_path(&o->libc10, &o->n_libc10, arg) ? -EINVAL : 1;
+	case OPT_NO_LIBC10:
+		if (o->n_libc10) {
+			elog("give --libc10 or --no-libc10, not both");
+			return -EINVAL;
+		}
+		o->no_libc10 = true;
+		return 1;
 	case OPT_RINGBUF:
 		if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30)) {
 			elog("invalid --ringbuf-size '%s': expected a size from 4K to 1G", arg);
@@ -124,8 +141,14 @@ void attach_opts__usage(FILE *f)
 "      --libcuda PATH       probe this libcuda file (repeatable); default: the\n"
 "                           linker cache, LD_LIBRARY_PATH, the usual driver\n"
 "                           directories and every libcuda mapped by a process\n"
-"      --rescan INTERVAL    look for new libcuda files this often (default 5s,\n"
-"                           0 to turn off)\n"
+"      --libc10 PATH        probe PyTorch's allocator hook in this libc10.so\n"
+"                           (repeatable; top, report, record, guard); default:\n"
+"                           the linker cache, LD_LIBRARY_PATH and every\n"
+"                           libc10.so mapped by a process\n"
+"      --no-libc10          leave PyTorch's allocator hook alone (it costs a\n"
+"                           uprobe per tensor allocation and free)\n"
+"      --rescan INTERVAL    look for new libcuda (and libc10) files this often\n"
+"                           (default 5s, 0 to turn off)\n"
 "      --ringbuf-size SIZE  BPF ring buffer size (default 8M)\n"
 "      --platform MODEL     host cost of GPU allocations: unified (GB10,\n"
 "                           Jetson: device memory is host RAM), discrete,\n"
@@ -145,7 +168,8 @@ int attach_opts__bad_option(const char *cmd, int opt, char **argv)
 {
 	if (opt == ':')
 		elog("%s: option '%s' needs a value", cmd, argv[optind - 1]);
-	else if (optopt)
+	/* Not for a long option given a value it takes none of: optopt is its val. */
+	else if (optopt > ' ' && optopt < 0x7f && strncmp(argv[optind - 1], "--", 2))
 		elog("%s: unknown option '-%c'; see 'umtrace %s --help'", cmd, optopt, cmd);
 	else
 		elog("%s: unknown option '%s'; see 'umtrace %s --help'", cmd,
@@ -158,4 +182,7 @@ void attach_opts__free(struct attach_opts *o)
 	free(o->libcuda);
 	o->libcuda = NULL;
 	o->n_libcuda = 0;
+	free(o->libc10);
+	o->libc10 = NULL;
+	o->n_libc10 = 0;
 }

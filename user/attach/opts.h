@@ -20,6 +20,8 @@ enum {
 	OPT_PLATFORM,
 	OPT_MANAGED_FAULTS,
 	OPT_DEVICE_NODES,
+	OPT_LIBC10,
+	OPT_NO_LIBC10,
 	OPT_ATTACH__LAST,	/* subcommands number their own options after it */
 };
 
@@ -32,6 +34,8 @@ enum {
 	{ "platform", required_argument, NULL, OPT_PLATFORM },		\
 	{ "managed-faults", no_argument, NULL, OPT_MANAGED_FAULTS },	\
 	{ "device-nodes", required_argument, NULL, OPT_DEVICE_NODES },	\
+	{ "libc10", required_argument, NULL, OPT_LIBC10 },		\
+	{ "no-libc10", no_argument, NULL, OPT_NO_LIBC10 },		\
 	{ "verbose", no_argument, NULL, 'v' }
 
 #define ATTACH_MAX_PIDS 64
@@ -40,6 +44,9 @@ enum {
 struct attach_opts {
 	const char **libcuda;	/* points into argv */
 	size_t n_libcuda;
+	const char **libc10;	/* PyTorch's libc10.so files named; into argv */
+	size_t n_libc10;
+	bool no_libc10;		/* leave PyTorch's allocator hook alone */
 	pid_t pids[ATTACH_MAX_PIDS];
 	size_t n_pids;
 	uint64_t ringbuf_bytes;

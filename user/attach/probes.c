@@ -11,6 +11,7 @@
 #include "lib/sys.h"
 #include "model/cuda_api.h"
 #include "attach/elf_syms.h"
+#include "attach/torch.h"
 #include "lib/log.h"
 #include "attach/probes.h"
 #include "umtrace.h"
@@ -158,7 +159,10 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 						      UMT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.gpu_call_return,
 						      UMT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.torch_hook,
+						      UMT_BPF_TRACE_UPROBE_MULTI);
 	}
+	bpf_program__set_autoload(skel->progs.torch_hook, cfg->torch);
 	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
 	     "one perf event per entry point");
 	skel->rodata->filter_pids = cfg->filter_pids;
@@ -264,12 +268,10 @@ int probes__attach_kernel(struct probes *p)
 	return 0;
 }
 
-static int attach_uprobe(struct probes *p, const char *path, uint64_t off,
-			 uint64_t cookie, bool ret)
+static int attach_uprobe(struct probes *p, struct bpf_program *prog, const char *path,
+			 uint64_t off, uint64_t cookie, bool ret)
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = ret);
-	struct bpf_program *prog = ret ? p->skel->progs.gpu_call_return :
-					 p->skel->progs.gpu_call_entry;
 	struct bpf_link *link;
 
 	link = bpf_program__attach_uprobe_opts(prog, -1, path, off, &opts);
@@ -321,9 +323,11 @@ static int attach_classic(struct probes *p, const char *path, const uint64_t *of
 	int err;
 
 	for (i = 0; i < n; i++) {
-		err = attach_uprobe(p, path, offs[i], cookies[i], false);
+		err = attach_uprobe(p, p->skel->progs.gpu_call_entry, path, offs[i],
+				    cookies[i], false);
 		if (!err)
-			err = attach_uprobe(p, path, offs[i], cookies[i], true);
+			err = attach_uprobe(p, p->skel->progs.gpu_call_return, path, offs[i],
+					    cookies[i], true);
 		if (err)
 			return err;
 	}
@@ -384,6 +388,57 @@ int probes__attach_lib(struct probes *p, const char *path, bool discovered)
 	return (int)n;
 }
 
+/* PyTorch's hook has a few forms at most: 8 names leave room for aliases. */
+#define TORCH_MAX_FORMS 8
+
+int probes__attach_torch(struct probes *p, const char *path, bool discovered)
+{
+	struct elf_sym_hit hits[TORCH_MAX_FORMS];
+	uint64_t offs[TORCH_MAX_FORMS], cookies[TORCH_MAX_FORMS];
+	struct bpf_program *prog = p->skel->progs.torch_hook;
+	const char *why;
+	int found, i, err = 0;
+	unsigned int n = 0;
+	int64_t ck;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	found = elf_syms__find_prefix(path, TORCH_HOOK_PREFIX, hits, TORCH_MAX_FORMS, &why);
+	if (found < 0) {
+		if (found == -ENOENT && discovered)
+			vlog("%s: %s", path, why);
+		else
+			elog("%s: %s", path, why);
+		return found;
+	}
+	for (i = 0; i < found; i++) {
+		ck = torch_hook__cookie(hits[i].name);
+		if (ck < 0) {
+			vlog("%s: %s: not a form of the hook umtrace knows", path, hits[i].name);
+			continue;
+		}
+		offs[n] = hits[i].offset;
+		cookies[n] = (uint64_t)ck;
+		if (!seen_offset(offs, n))
+			n++;
+	}
+	if (!n)
+		return 0;
+	if (p->multi) {
+		int fd = uprobe_multi__attach(bpf_program__fd(prog), path, offs, cookies, n, false);
+
+		err = fd < 0 ? fd : keep_multi_fd(p, fd);
+	} else {
+		for (i = 0; i < (int)n && !err; i++)
+			err = attach_uprobe(p, prog, path, offs[i], cookies[i], false);
+	}
+	if (err) {
+		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
+		return err;
+	}
+	return (int)n;
+}
+
 int probes__add_pid(struct probes *p, pid_t pid)
 {
 	__u32 key = (__u32)pid;
@@ -420,6 +475,13 @@ int probes__managed_fd(const struct probes *p)
 	return bpf_map__fd(p->skel->maps.managed_allocs);
 }
 
+const struct umt_torch_slot *probes__torch_slots(const struct probes *p)
+{
+	if (!p->skel || !bpf_program__autoload(p->skel->progs.torch_hook))
+		return NULL;
+	return p->skel->data_torch->torch_slots;
+}
+
 int probes__kthreads_fd(const struct probes *p)
 {
 	if (!p->skel || !p->skel->rodata->count_kthreads)
@@ -438,6 +500,8 @@ void probes__stats(const struct probes *p, struct probe_stats *st)
 	st->rec_dropped = p->skel->bss->rec_dropped;
 	st->storage_failed = p->skel->bss->storage_failed;
 	st->ustack_skipped = p->skel->bss->ustack_skipped;
+	st->torch_far_devices = p->skel->bss->torch_far_devices;
+	st->torch_map_full = p->skel->bss->torch_map_full;
 	st->open_windows = p->skel->bss->open_windows;
 }
 

@@ -37,6 +37,7 @@ struct probe_cfg {
 	bool count_kthreads;	/* host pages kernel threads take (kthreads.c) */
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
 	bool skip_softirq_frees;	/* softirqs' frees are no task's (not for the guard) */
+	bool torch;			/* load PyTorch's allocator hook (probes__attach_torch) */
 	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 };
@@ -55,6 +56,8 @@ struct probe_stats {
 	uint64_t rec_dropped;
 	uint64_t storage_failed;
 	uint64_t ustack_skipped;	/* calls sent with frame-pointer stacks only */
+	uint64_t torch_far_devices;	/* hook calls for CUDA devices past 15 */
+	uint64_t torch_map_full;	/* processes and devices the map had no room for */
 	int64_t open_windows;
 };
 
@@ -67,6 +70,11 @@ int probes__attach_kernel(struct probes *p);
  * discovered: found in a process's mappings, so it may be gone already.
  */
 int probes__attach_lib(struct probes *p, const char *path, bool discovered);
+/*
+ * Attach PyTorch's allocator hook to every form of it a libc10 file
+ * defines (attach/torch.h); returns how many, 0 if none, or -errno.
+ */
+int probes__attach_torch(struct probes *p, const char *path, bool discovered);
 int probes__add_pid(struct probes *p, pid_t pid);
 /* Host pages pid took and freed outside GPU calls (count_outside). */
 int probes__outside_pages(const struct probes *p, uint32_t pid,
@@ -75,6 +83,8 @@ int probes__events_fd(const struct probes *p);
 int probes__proc_pages_fd(const struct probes *p);
 /* Live managed allocations (managed_faults on x86), -1 without them. */
 int probes__managed_fd(const struct probes *p);
+/* The torch hook's table of slots (cfg.torch), read in place; NULL without it. */
+const struct umt_torch_slot *probes__torch_slots(const struct probes *p);
 /* The kernel threads' pages map (count_kthreads), -1 without it. */
 int probes__kthreads_fd(const struct probes *p);
 void probes__stats(const struct probes *p, struct probe_stats *st);

@@ -39,6 +39,7 @@ void session__init(struct session *s, struct attach_opts *ao, char **cmd,
 	s->ctx = ctx;
 	s->tick_ms = 1000;
 	s->poll_ms = 100;
+	torch_feed__init(&s->torch_feed, NULL);
 }
 
 /*
@@ -84,36 +85,94 @@ static bool pids_gone(const struct session *s)
 	return true;
 }
 
-/* Explicit --libcuda paths must all work; a bad one is an error. */
-static int find_libs(struct session *s)
+static const char *const kind_opt[LIB__KINDS] = {
+	[LIB_CUDA] = "--libcuda",
+	[LIB_C10] = "--libc10",
+};
+
+/* Explicit paths must all work; a bad one is an error. */
+static int add_named(struct session *s, enum lib_kind kind, const char **paths, size_t n)
 {
 	size_t i;
 	int err;
 
-	for (i = 0; i < s->ao->n_libcuda; i++) {
-		err = libcuda_set__add(&s->libs, s->ao->libcuda[i]);
+	for (i = 0; i < n; i++) {
+		err = libcuda_set__add(&s->libs, paths[i], kind);
 		if (err == -EISDIR) {
-			elog("--libcuda %s: is not a regular file", s->ao->libcuda[i]);
+			elog("%s %s: is not a regular file", kind_opt[kind], paths[i]);
 			return err;
 		}
 		if (err < 0) {
-			elog("--libcuda %s: %s", s->ao->libcuda[i], strerror(-err));
+			elog("%s %s: %s", kind_opt[kind], paths[i], strerror(-err));
 			return err;
 		}
 	}
-	if (s->ao->n_libcuda)
+	/* Named: no other file of that kind is looked for. */
+	if (n)
+		s->libs.skip |= 1U << kind;
+	return 0;
+}
+
+/* Is a kind of library looked for (not named, and wanted)? */
+static bool looks_for(const struct session *s, enum lib_kind kind)
+{
+	return !(s->libs.skip & (1U << kind));
+}
+
+static int find_libs(struct session *s)
+{
+	int err;
+
+	if (s->ao->n_libc10 && !s->torch) {
+		elog("--libc10: this command does not read PyTorch's allocator "
+		     "(top, report, record and guard do)");
+		return -EINVAL;
+	}
+	if (!s->torch)
+		s->libs.skip |= 1U << LIB_C10;
+	err = add_named(s, LIB_CUDA, s->ao->libcuda, s->ao->n_libcuda);
+	if (!err)
+		err = add_named(s, LIB_C10, s->ao->libc10, s->ao->n_libc10);
+	if (err)
+		return err;
+	if (!looks_for(s, LIB_CUDA) && !looks_for(s, LIB_C10))
 		return 0;
 	libcuda_set__add_default(&s->libs);
 	libcuda_set__scan_proc(&s->libs);
 	return 0;
 }
 
+static int attach_one(struct session *s, struct libcuda *lib)
+{
+	bool explicit = !looks_for(s, lib->kind);
+	int n;
+
+	if (lib->kind == LIB_C10) {
+		n = probes__attach_torch(&s->probes, lib->path, !explicit);
+		if (n == 0 && explicit) {
+			elog("%s: defines no form of c10::reportMemoryUsageToProfiler", lib->path);
+			return -ENOENT;
+		}
+		if (n == 0)
+			vlog("%s: defines no form of c10::reportMemoryUsageToProfiler", lib->path);
+	} else {
+		n = probes__attach_lib(&s->probes, lib->path, !explicit);
+		if (n == 0 && explicit) {
+			elog("%s: defines none of the CUDA allocation entry points", lib->path);
+			return -ENOENT;
+		}
+		if (n == 0)
+			wlog("%s: defines none of the CUDA allocation entry points", lib->path);
+	}
+	lib->n_probed = n > 0 ? n : 0;
+	return n < 0 && explicit ? n : 0;
+}
+
 /* Attach to the libraries not yet probed; errors are fatal when explicit. */
 static int attach_new_libs(struct session *s)
 {
-	bool explicit = s->ao->n_libcuda;
 	size_t i;
-	int n;
+	int err;
 
 	for (i = 0; i < s->libs.n; i++) {
 		struct libcuda *lib = &s->libs.libs[i];
@@ -121,28 +180,22 @@ static int attach_new_libs(struct session *s)
 		if (lib->probed)
 			continue;
 		lib->probed = true;
-		n = probes__attach_lib(&s->probes, lib->path, !explicit);
-		lib->n_probed = n > 0 ? n : 0;
-		if (n == 0) {
-			if (explicit) {
-				elog("%s: defines none of the CUDA allocation entry points", lib->path);
-				return -ENOENT;
-			}
-			wlog("%s: defines none of the CUDA allocation entry points", lib->path);
-			continue;
-		}
-		if (n < 0 && explicit)
-			return n;
+		err = attach_one(s, lib);
+		if (err)
+			return err;
 	}
 	/* Said once all are attached: a bad --libcuda makes a one-line error. */
 	for (i = 0; i < s->libs.n; i++) {
 		struct libcuda *lib = &s->libs.libs[i];
 
-		if (lib->n_probed && !lib->said) {
-			elog("probing %d entry points in %s", lib->n_probed,
-				lib->path);
-			lib->said = true;
-		}
+		if (!lib->n_probed || lib->said)
+			continue;
+		if (lib->kind == LIB_C10)
+			elog("probing PyTorch's allocator hook (%d form%s) in %s",
+			     lib->n_probed, lib->n_probed > 1 ? "s" : "", lib->path);
+		else
+			elog("probing %d entry points in %s", lib->n_probed, lib->path);
+		lib->said = true;
 	}
 	return 0;
 }
@@ -175,7 +228,18 @@ static int on_record(void *ctx, void *data, size_t size)
 			break;
 		if (s->ops->on_exit)
 			s->ops->on_exit(s->ctx, data);
+		torch_feed__forget(&s->torch_feed, ((const struct umt_proc_exit_rec *)data)->pid);
 		return 0;
+	case UMT_REC_TORCH: {
+		struct torch_sample ts;
+
+		if (size < sizeof(struct umt_torch_rec))
+			break;
+		torch_feed__record(&s->torch_feed, data, &ts);
+		if (s->ops->on_torch)
+			s->ops->on_torch(s->ctx, &ts);
+		return 0;
+	}
 	case UMT_REC_USTACK:
 		if (!ustack_ok(data, size))
 			break;
@@ -244,6 +308,7 @@ static int load_and_attach(struct session *s)
 		.count_kthreads = s->count_kthreads,
 		.managed_faults = s->ao->managed_faults,
 		.skip_softirq_frees = !s->guard,
+		.torch = s->torch,
 		.nodes = &s->nodes,
 		.guard = s->guard,
 	};
@@ -260,6 +325,7 @@ static int load_and_attach(struct session *s)
 			return err;
 	if (s->have_cmd && (err = probes__add_pid(&s->probes, s->launched.pid)))
 		return err;
+	s->torch_feed.slots = probes__torch_slots(&s->probes);
 	err = probes__attach_kernel(&s->probes);
 	if (!err)
 		err = attach_new_libs(s);
@@ -273,10 +339,10 @@ static int load_and_attach(struct session *s)
 	return err;
 }
 
-/* No library named: look for libcuda in processes every rescan_ms. */
+/* A kind of library not named: look for it in processes every rescan_ms. */
 static bool rescans(const struct session *s)
 {
-	return !s->ao->n_libcuda && s->ao->rescan_ms;
+	return s->ao->rescan_ms && (!s->ao->n_libcuda || (s->torch && !s->ao->n_libc10));
 }
 
 /* Will the rescan attach perf-event uprobes later? */
@@ -345,6 +411,7 @@ int session__start(struct session *s)
 	int err;
 
 	install_signals();
+	s->torch &= !s->ao->no_libc10;
 	err = probes__check_env();
 	if (!err)
 		err = open_pids(s);
@@ -354,7 +421,7 @@ int session__start(struct session *s)
 		err = find_libs(s);
 	if (err)
 		return err;
-	s->pages_mode = !s->libs.n;
+	s->pages_mode = !libcuda_set__count(&s->libs, LIB_CUDA);
 	if (s->pages_mode)
 		wlog("no libcuda found (linker cache, LD_LIBRARY_PATH, driver directories, running processes); "
 		     "counting host pages per process instead; use --libcuda PATH to name one");
@@ -417,6 +484,12 @@ static void rescan(struct session *s)
 		attach_new_libs(s);
 }
 
+static void flush_torch(struct session *s)
+{
+	if (s->ops->on_torch)
+		torch_feed__flush(&s->torch_feed, s->ops->on_torch, s->ctx);
+}
+
 /*
  * Wake for the next tick, not past it: with batched wake-ups an idle
  * daemon then wakes once a tick instead of once a poll_ms.
@@ -448,6 +521,7 @@ int session__run(struct session *s)
 		now = clock__mono_ms();
 		if (now >= next_tick) {
 			report_drops(s);
+			flush_torch(s);
 			if (s->ops->on_tick)
 				s->ops->on_tick(s->ctx);
 			next_tick = now + s->tick_ms;
@@ -465,6 +539,7 @@ int session__run(struct session *s)
 	}
 	/* Whatever the traced processes sent before they exited is queued. */
 	err = ring_buffer__consume(s->rb);
+	flush_torch(s);
 	report_drops(s);
 	report_skipped_stacks(s);
 	return err < 0 ? err : 0;
@@ -497,6 +572,7 @@ void session__close(struct session *s)
 	if (s->scan.skel)
 		libcuda_scan__close(&s->scan);
 	libcuda_set__free(&s->libs);
+	torch_feed__free(&s->torch_feed);
 	for (i = 0; i < ATTACH_MAX_PIDS; i++)
 		if (s->pidfds[i] >= 0)
 			close(s->pidfds[i]);

@@ -26,6 +26,7 @@
 #include "attach/libcuda.h"
 #include "attach/libcuda_scan.h"
 #include "attach/probes.h"
+#include "attach/torch.h"
 #include "umtrace.h"
 
 struct ring_buffer;
@@ -40,6 +41,12 @@ struct session_ops {
 	void (*on_guard)(void *ctx, const struct umt_guard_rec *r);
 	/* The guard's kernel side wants a process name's scope verdict. */
 	void (*on_scope_ask)(void *ctx, const struct umt_scope_ask_rec *r);
+	/*
+	 * PyTorch's allocator figures for a process and device (with torch):
+	 * the kernel's samples, and before each on_tick and at the end those
+	 * that moved since.
+	 */
+	void (*on_torch)(void *ctx, const struct torch_sample *s);
 };
 
 struct session {
@@ -61,6 +68,8 @@ struct session {
 	bool count_outside;		/* see struct probe_cfg */
 	bool count_kthreads;		/* see struct probe_cfg */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
+	/* Probe PyTorch's allocator hook in libc10 files (--libc10, or found). */
+	bool torch;
 	/*
 	 * The caller calls session__drop_caps() itself, later: the guard,
 	 * once its links are pinned (mounting a bpffs takes CAP_SYS_ADMIN).
@@ -74,6 +83,7 @@ struct session {
 	struct libcuda_set libs;
 	struct libcuda_scan scan;	/* the rescan in the kernel; skel NULL: /proc */
 	struct launched launched;
+	struct torch_feed torch_feed;
 	bool have_cmd;
 	bool pages_mode;		/* no libcuda: host pages per process */
 	uint64_t drops_reported;

@@ -15,6 +15,7 @@
 #include "lib/log.h"
 #include "lib/numa.h"
 #include "attach/probes.h"
+#include "guard/policy.h"
 #include "umtrace.h"
 #include "attach/uprobe_multi.h"
 
@@ -24,8 +25,9 @@ void check_usage(FILE *f)
 "usage: umtrace check [-v]\n"
 "\n"
 "Load umtrace's BPF programs as each command would (trace, record, top,\n"
-"report, guard in every scope, with and without device NUMA nodes, both\n"
-"uprobe attach paths), attach nothing, and print one line each: ok with\n"
+"report (PyTorch's allocator hook with them), guard in every scope, with\n"
+"and without device NUMA nodes, both uprobe attach paths), attach nothing,\n"
+"and print one line each: ok with\n"
 "the programs verified, FAILED, or n/a with why. Needs what the commands\n"
 "need (root, or CAP_BPF and CAP_PERFMON; kernel BTF).\n"
 "\n"
@@ -45,6 +47,7 @@ enum check_mode {
 	CHECK_RECORD,
 	CHECK_TOP,
 	CHECK_REPORT,
+	CHECK_REPORT_PIDS,	/* report -p, or -- COMMAND: the torch hook filtered */
 	CHECK_GUARD,
 	CHECK_DEVICE,		/* with a device NUMA node */
 	CHECK_PERF_UPROBES,	/* perf-event uprobes where multi-uprobes exist */
@@ -55,6 +58,7 @@ struct check {
 	enum check_mode mode;
 	uint32_t scope;		/* CHECK_GUARD: enum umt_guard_scope */
 	bool guard;		/* CHECK_DEVICE: the guard's configuration */
+	bool torch;		/* CHECK_GUARD: with --torch */
 };
 
 static const struct check checks[] = {
@@ -63,15 +67,17 @@ static const struct check checks[] = {
 	{ .name = "trace --managed-faults", .mode = CHECK_MANAGED },
 	{ .name = "trace (no libcuda)", .mode = CHECK_PAGES },
 	{ .name = "trace --device-nodes", .mode = CHECK_DEVICE },
-	{ .name = "trace (perf-event uprobes)", .mode = CHECK_PERF_UPROBES },
+	{ .name = "top (perf-event uprobes)", .mode = CHECK_PERF_UPROBES },
 	{ .name = "record", .mode = CHECK_RECORD },
 	{ .name = "top", .mode = CHECK_TOP },
 	{ .name = "report", .mode = CHECK_REPORT },
+	{ .name = "report -p / -- COMMAND", .mode = CHECK_REPORT_PIDS },
 	{ .name = "guard --scope gpu", .mode = CHECK_GUARD, .scope = UMT_SCOPE_GPU },
 	{ .name = "guard --scope all", .mode = CHECK_GUARD, .scope = UMT_SCOPE_ALL },
 	{ .name = "guard --scope pid:", .mode = CHECK_GUARD, .scope = UMT_SCOPE_PIDS },
 	{ .name = "guard --scope cgroup:", .mode = CHECK_GUARD, .scope = UMT_SCOPE_CGROUP },
 	{ .name = "guard --scope comm:", .mode = CHECK_GUARD, .scope = UMT_SCOPE_COMM },
+	{ .name = "guard --torch", .mode = CHECK_GUARD, .scope = UMT_SCOPE_GPU, .torch = true },
 	{ .name = "guard --device-nodes", .mode = CHECK_DEVICE, .scope = UMT_SCOPE_GPU, .guard = true },
 };
 
@@ -123,22 +129,34 @@ static void fill_cfg(const struct check *c, struct probe_cfg *cfg, struct guard_
 	case CHECK_PAGES:
 		cfg->proc_pages = true;
 		break;
+	case CHECK_PERF_UPROBES:	/* top's: the GPU calls' and the torch hook's */
+		cfg->torch = true;
+		cfg->count_outside = true;
+		cfg->count_kthreads = true;
+		break;
 	case CHECK_RECORD:
 		cfg->batch_wakeups = false;
 		cfg->ustack_bytes = UMT_USTACK_MAX;
+		cfg->torch = true;
 		break;
 	case CHECK_TOP:
 		cfg->count_outside = true;
 		cfg->count_kthreads = true;
+		cfg->torch = true;
 		break;
+	case CHECK_REPORT_PIDS:
+		cfg->filter_pids = true;
+		/* fall through */
 	case CHECK_REPORT:
 		cfg->batch_wakeups = false;
 		cfg->count_kthreads = true;
 		cfg->ustack_bytes = UMT_USTACK_MAX;
+		cfg->torch = true;
 		break;
 	case CHECK_GUARD:
 		cfg->skip_softirq_frees = false;
 		cfg->guard = g;
+		cfg->torch = c->torch || GUARD_TORCH_DEFAULT;
 		break;
 	case CHECK_DEVICE:
 		cfg->nodes = nodes;

@@ -48,7 +48,12 @@ void guard_usage(FILE *f)
 "      --config FILE        read options from an INI file; flags override it\n"
 "      --no-pin             do not pin the kernel side in " GUARD_PIN_DIR ":\n"
 "                           by default it stays armed if the daemon is killed\n"
-"                           (a clean exit on SIGINT or SIGTERM disarms it)\n");
+"                           (a clean exit on SIGINT or SIGTERM disarms it)\n"
+"      --torch              probe PyTorch's caching allocator hook (libc10; on\n"
+"                           with --libc10): each stop then says the job's\n"
+"                           allocated and reserved bytes and verdict. Off by\n"
+"                           default: every tensor allocation pays a uprobe\n"
+"      --no-torch           leave it alone (over torch = true in --config)\n");
 	attach_opts__usage(f);
 	fprintf(f,
 "  -h, --help               show this help\n"

@@ -58,8 +58,10 @@ void record_usage(FILE *f)
 "usage: umtrace record -o FILE [OPTIONS] [-- COMMAND [ARGS...]]\n"
 "\n"
 "Record every GPU allocation call with its stack (named now, while the\n"
-"process lives), process exits and host memory samples (MemAvailable,\n"
-"MemFree, MemTotal, memory pressure, direct reclaim) into FILE, for\n"
+"process lives), process exits, host memory samples (MemAvailable,\n"
+"MemFree, MemTotal, memory pressure, direct reclaim) and PyTorch's caching\n"
+"allocator's figures (allocated and reserved, per process and device, at\n"
+"most every 100 ms while they move; see --libc10) into FILE, for\n"
 "'umtrace report FILE' later, on this machine or another. Ends like\n"
 "report: after --duration, when COMMAND or the -p processes end, or on\n"
 "Ctrl-C.\n"
@@ -236,6 +238,14 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 		check(rc, recording_writer__add_exit(rc->w, r));
 }
 
+static void on_torch(void *ctx, const struct torch_sample *s)
+{
+	struct record *rc = ctx;
+
+	if (!rc->write_err)
+		check(rc, recording_writer__add_torch(rc->w, s));
+}
+
 static void on_tick(void *ctx)
 {
 	struct record *rc = ctx;
@@ -251,6 +261,7 @@ static const struct session_ops record_ops = {
 	.on_exit = on_exit_rec,
 	.on_tick = on_tick,
 	.on_ustack = on_ustack,
+	.on_torch = on_torch,
 };
 
 static int open_output(struct record *rc)
@@ -283,9 +294,10 @@ static void say_done(const struct record *rc)
 	char b[16];
 
 	recording_writer__stats(rc->w, &st);
-	elog("recorded %llu calls, %llu exits and %llu samples in %s "
-		"(%s, %.1f bytes per call)", (unsigned long long)st.calls,
-		(unsigned long long)st.exits, (unsigned long long)st.samples, rc->path,
+	elog("recorded %llu calls, %llu exits, %llu samples and %llu PyTorch allocator "
+		"samples in %s (%s, %.1f bytes per call)", (unsigned long long)st.calls,
+		(unsigned long long)st.exits, (unsigned long long)st.samples,
+		(unsigned long long)st.torch, rc->path,
 		fmt_bytes(st.file_bytes, b, sizeof(b)),
 		st.calls ? (double)st.file_bytes / (double)st.calls : 0.0);
 }
@@ -315,6 +327,7 @@ int cmd_record(int argc, char **argv)
 	session__init(&rc.session, &rc.ao, rc.cmd, &record_ops, &rc);
 	rc.session.duration_ms = rc.duration_ms;
 	rc.session.tick_ms = TICK_MS;
+	rc.session.torch = true;
 	rc.session.ustack_bytes = callstack__ustack_bytes(&rc.cs);
 	err = session__start(&rc.session);
 	/* Tracing: only now may --force replace the old recording. */

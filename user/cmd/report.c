@@ -16,6 +16,7 @@
 #include "attach/session.h"
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
+#include "export/torch_out.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/sys.h"
@@ -69,7 +70,10 @@ void report_usage(FILE *f)
 "Ctrl-C, then print one entry per call site (its symbolized stack, one\n"
 "frame per line, innermost first), most host memory first: calls, bytes\n"
 "requested, host memory taken, host memory still held at the end, and the\n"
-"growth of what it holds per hour.\n"
+"growth of what it holds per hour. Then, for every process whose PyTorch\n"
+"caching allocator reported through libc10 (--libc10), its allocated and\n"
+"reserved bytes, their peaks, a verdict (ok, fragmentation, leak,\n"
+"cache-held) and the advice that goes with it.\n"
 "\n"
 "With FILE, read a recording made by 'umtrace record' instead (on any\n"
 "machine: its stacks were named when it was made) and report the same;\n"
@@ -98,7 +102,9 @@ static void note_live_opt(struct report *rp, int opt)
 		int opt;
 		const char *name;
 	} live[] = {
-		{ OPT_LIBCUDA, "--libcuda" }, { OPT_RINGBUF, "--ringbuf-size" },
+		{ OPT_LIBCUDA, "--libcuda" }, { OPT_LIBC10, "--libc10" },
+		{ OPT_NO_LIBC10, "--no-libc10" },
+		{ OPT_RINGBUF, "--ringbuf-size" },
 		{ OPT_RESCAN, "--rescan" }, { OPT_MANAGED_FAULTS, "--managed-faults" },
 		{ 'd', "--duration" }, { OPT_STACK, "--stack" },
 	};
@@ -200,14 +206,22 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 {
 	struct report *rp = ctx;
 
-	summary__proc_exit(&rp->view.summary, r);
+	replay_view__exit(&rp->view, r);
 	callstack__forget(&rp->cs, r->pid);
+}
+
+static void on_torch(void *ctx, const struct torch_sample *s)
+{
+	struct report *rp = ctx;
+
+	replay_view__add_torch(&rp->view, s);
 }
 
 static const struct session_ops report_ops = {
 	.on_call = on_call,
 	.on_exit = on_exit_rec,
 	.on_ustack = on_ustack,
+	.on_torch = on_torch,
 };
 
 static double per_hour(uint64_t bytes, uint64_t span_ns)
@@ -377,6 +391,8 @@ static void print_report(struct report *rp)
 		else
 			print_site_text(rp, v[i], i + 1, span);
 	}
+	if (rp->json)
+		export_torch_json(&rp->view.torch, &rp->view.sites, stdout);
 	if (rp->json) {
 		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
 		       "\"callsites\":%zu,\"held_host_bytes\":%llu,\"overflowed\":%llu}\n",
@@ -392,6 +408,7 @@ static void print_report(struct report *rp)
 		       (unsigned long long)sm->records,
 		       fmt_bytes(sm->table.host_bytes, b, sizeof(b)),
 		       (unsigned long long)rp->view.dropped);
+		export_torch_text(&rp->view.torch, &rp->view.sites, stdout);
 	}
 	fflush(stdout);
 	free(v);
@@ -483,6 +500,7 @@ static int report_live(struct report *rp)
 	session__init(&rp->session, &rp->ao, rp->cmd, &report_ops, rp);
 	rp->session.duration_ms = rp->duration_ms;
 	rp->session.count_kthreads = true;
+	rp->session.torch = true;
 	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
 	err = session__start(&rp->session);
 	if (!err) {

@@ -328,10 +328,21 @@ static void on_stop(void *ctx, struct replay_view *v, const struct rec_stop *s)
 				   s->mem_available));
 }
 
+/* PyTorch's allocator: drawn as it reported, beside the host's samples. */
+static void on_torch(void *ctx, struct replay_view *v, const struct torch_sample *s)
+{
+	struct tl_cmd *c = ctx;
+
+	(void)v;
+	note(c, timeline__add_torch(&c->t, s->ts_ns, s->pid, s->device, s->comm, s->reserved,
+				    s->flags & TORCH_S_TOTALS, s->alloc_low, s->alloc_high));
+}
+
 static const struct replay_hooks hooks = {
 	.on_call = on_call,
 	.on_sample = on_sample,
 	.on_stop = on_stop,
+	.on_torch = on_torch,
 };
 
 static int run(struct tl_cmd *c)

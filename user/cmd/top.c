@@ -19,6 +19,7 @@
 #include "attach/session.h"
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
+#include "export/torch_out.h"
 #include "guard/state.h"
 #include "lib/sys.h"
 #include "lib/log.h"
@@ -26,6 +27,7 @@
 #include "lib/pid_table.h"
 #include "lib/units.h"
 #include "model/summary.h"
+#include "model/torch.h"
 
 #define GROWTH_SAMPLES 61	/* one minute of 1 s samples, both ends */
 #define MAX_ROWS 200
@@ -49,6 +51,7 @@ struct top {
 	bool once, batch;
 	struct session session;
 	struct summary summary;
+	struct torch_model torch;	/* PyTorch's caching allocator per process */
 	struct pid_table growth;	/* of struct growth */
 	struct termios saved_tty;
 	bool tty_raw;
@@ -67,6 +70,8 @@ struct top_row {
 	double growth_per_h;	/* host bytes per hour, NAN-free: 0 if unknown */
 	bool growth_known;
 	char guard;		/* 'T' stopped, 'F' frozen by the guard, '-' */
+	bool torch;		/* its PyTorch allocator reported */
+	struct torch_verdict tv;
 };
 
 void top_usage(FILE *f)
@@ -79,7 +84,10 @@ void top_usage(FILE *f)
 "platform's cost model (see --platform) and the host pages seen taken in\n"
 "their calls, the host memory the process took outside GPU calls since\n"
 "top started (net of frees), and how fast what the allocations hold grows.\n"
-"Only allocations made while top runs are seen.\n"
+"Only allocations made while top runs are seen. Processes whose PyTorch\n"
+"caching allocator reports through libc10 (--libc10) get ALLOCATED,\n"
+"RESERVED and CACHED (reserved less allocated) and its VERDICT: warm-up,\n"
+"ok, fragmentation, leak or cache-held (umtrace report gives the advice).\n"
 "Quit with q or Ctrl-C.\n"
 "\n"
 "Options:\n"
@@ -315,6 +323,26 @@ static void add_managed(struct top *t, struct top_row *rows, size_t n)
 	}
 }
 
+/* Processes whose allocator reported but that made no GPU call top saw. */
+static size_t add_torch_only(struct top *t, struct top_row *rows, size_t k)
+{
+	const struct torch_dev *d;
+	size_t i, j;
+
+	for (i = 0; i < t->torch.n; i++) {
+		d = torch_model__dev(&t->torch, i);
+		for (j = 0; j < k && rows[j].p.pid != d->pid; j++)
+			;
+		if (j < k || d->exited)
+			continue;
+		rows[k].p.pid = d->pid;
+		memcpy(rows[k].p.comm, d->last.comm, sizeof(rows[k].p.comm));
+		outside_of(t, &rows[k]);
+		k++;
+	}
+	return k;
+}
+
 static struct top_row *collect_rows(struct top *t, size_t *n)
 {
 	struct summary_proc *procs;
@@ -325,7 +353,7 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 	procs = summary__procs(&t->summary, &np);
 	if (!procs)
 		return NULL;
-	rows = calloc(np + 1, sizeof(*rows));
+	rows = calloc(np + t->torch.n + 1, sizeof(*rows));
 	for (i = 0; rows && i < np; i++) {
 		/* -p's children are in scope too: the kernel side chose already. */
 		if (procs[i].exited)
@@ -336,6 +364,8 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 		k++;
 	}
 	free(procs);
+	if (rows)
+		k = add_torch_only(t, rows, k);
 	add_managed(t, rows, k);
 	for (i = 0; rows && i < k; i++) {
 		struct growth *g = pid_table__get(&t->growth, rows[i].p.pid);
@@ -346,9 +376,29 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 		if (g)
 			rows[i].growth_known = sample_growth(g, ms, rows[i].holds,
 							     &rows[i].growth_per_h);
+		rows[i].torch = torch_model__judge_pid(&t->torch, rows[i].p.pid, &rows[i].tv);
 	}
 	*n = k;
 	return rows;
+}
+
+/*
+ * The allocator's columns, blank for a process without the hook; with the
+ * old 3-argument hook reserved is unknown ("?").
+ */
+static void torch_cols(const struct top_row *r, bool last, FILE *f)
+{
+	char b[3][16];
+
+	if (!r->torch) {
+		if (!last)
+			fprintf(f, " %9s %9s %9s %-13s", "", "", "", "");
+		return;
+	}
+	fprintf(f, " %9s %9s %9s %-*s", fmt_bytes(r->tv.allocated, b[0], sizeof(b[0])),
+		r->tv.reserved_known ? fmt_bytes(r->tv.reserved, b[1], sizeof(b[1])) : "?",
+		r->tv.reserved_known ? fmt_bytes(r->tv.cached, b[2], sizeof(b[2])) : "?",
+		last ? 0 : 13, torch_out__verdict(&r->tv));
 }
 
 /* Pages the driver's bottom halves and other kernel threads took. */
@@ -402,6 +452,7 @@ static void render(struct top *t, FILE *f)
 	char b[5][16];
 	struct top_row *rows;
 	size_t i, n = 0;
+	bool torch = false;
 
 	if (!t->batch)
 		fputs("\033[H\033[2J", f);
@@ -412,9 +463,15 @@ static void render(struct top *t, FILE *f)
 		return;
 	row_cmp_sort = t->sort;
 	qsort(rows, n, sizeof(*rows), row_cmp);
-	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s%s\n", "PID", "COMM",
-		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS",
-		t->guard_alive ? " G" : "");
+	for (i = 0; i < n && !torch; i++)
+		torch = rows[i].torch;
+	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s", "PID", "COMM",
+		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS");
+	/* Past 80 columns: only while a process reports through the hook. */
+	if (torch)
+		fprintf(f, " %9s %9s %9s %-*s", "ALLOCATED", "RESERVED", "CACHED",
+			t->guard_alive ? 13 : 0, "VERDICT");
+	fprintf(f, "%s\n", t->guard_alive ? " G" : "");
 	for (i = 0; i < n && i < MAX_ROWS; i++) {
 		fprintf(f, "%-7u %-12.12s %9s %9s %9s %9s %9s %6llu", rows[i].p.pid,
 			rows[i].p.comm,
@@ -424,6 +481,8 @@ static void render(struct top *t, FILE *f)
 			fmt_signed(rows[i].outside, rows[i].outside_known, b[4], sizeof(b[4])),
 			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
 			(unsigned long long)rows[i].p.held_count);
+		if (torch)
+			torch_cols(&rows[i], !t->guard_alive, f);
 		if (t->guard_alive)
 			fprintf(f, " %c", guard_mark(t, rows[i].p.pid));
 		fputc('\n', f);
@@ -437,12 +496,26 @@ static void render(struct top *t, FILE *f)
 
 static void on_call(void *ctx, const struct umt_call_rec *r)
 {
-	summary__consume(&((struct top *)ctx)->summary, r);
+	struct top *t = ctx;
+
+	summary__consume(&t->summary, r);
+	torch_model__call(&t->torch, r, 0);	/* top keeps no stacks */
 }
 
 static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 {
-	summary__proc_exit(&((struct top *)ctx)->summary, r);
+	struct top *t = ctx;
+
+	summary__proc_exit(&t->summary, r);
+	torch_model__exit(&t->torch, r->pid);
+}
+
+static void on_torch(void *ctx, const struct torch_sample *s)
+{
+	struct top *t = ctx;
+
+	if (torch_model__add(&t->torch, s))
+		wlog("out of memory: PyTorch allocator samples are lost");
 }
 
 static bool quit_pressed(struct top *t)
@@ -476,6 +549,7 @@ static const struct session_ops top_ops = {
 	.on_call = on_call,
 	.on_exit = on_exit_rec,
 	.on_tick = on_tick,
+	.on_torch = on_torch,
 };
 
 /* Keys without Enter, no echo; restored on every way out. */
@@ -514,11 +588,14 @@ int cmd_top(int argc, char **argv)
 	}
 	summary__init(&t.summary, page__size());
 	t.summary.forget_exited = true;	/* runs for days: jobs come and go */
+	torch_model__init(&t.torch, NULL);
+	t.torch.forget_exited = true;
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, NULL, &top_ops, &t);
 	t.session.batch_wakeups = true;
 	t.session.count_outside = true;
 	t.session.count_kthreads = true;
+	t.session.torch = true;
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);
 	if (!err) {
@@ -531,6 +608,7 @@ int cmd_top(int argc, char **argv)
 	code = session__exit_code(&t.session, err);
 	session__close(&t.session);
 	summary__free(&t.summary);
+	torch_model__free(&t.torch);
 	pid_table__free(&t.growth);
 	free(t.guard);
 	attach_opts__free(&t.ao);

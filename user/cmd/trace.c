@@ -83,6 +83,11 @@ static int parse_args(struct trace *t, int argc, char **argv)
 		elog("give either -p PID or a COMMAND, not both");
 		return -EINVAL;
 	}
+	if (t->ao.n_libc10) {
+		elog("trace: --libc10: trace does not read PyTorch's allocator "
+		     "(top, report, record and guard do)");
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -22,6 +22,9 @@ void timeline__free(struct timeline *t)
 
 	for (i = 0; i < t->n_procs; i++)
 		free(t->procs[i].points);
+	for (i = 0; i < t->n_torch; i++)
+		free(t->torch[i].points);
+	free(t->torch);
 	free(t->samples);
 	free(t->procs);
 	free(t->bursts);
@@ -184,5 +187,57 @@ int timeline__add_stop(struct timeline *t, uint64_t t_ns, uint32_t pid, const ch
 	s->available = available;
 	text__clean(s->comm, sizeof(s->comm), comm ? comm : "?");
 	text__clean(s->reason, sizeof(s->reason), reason ? reason : "");
+	return 0;
+}
+
+static struct timeline_torch *torch_series(struct timeline *t, uint32_t pid, uint32_t device,
+					   const char *comm, int *err)
+{
+	struct timeline_torch *v;
+	size_t i;
+
+	for (i = 0; i < t->n_torch; i++)
+		if (t->torch[i].pid == pid && t->torch[i].device == device)
+			return &t->torch[i];
+	v = grow(t->torch, &t->cap_torch, t->n_torch, sizeof(*v), TIMELINE_MAX_TORCH, err);
+	if (!v)
+		return NULL;
+	t->torch = v;
+	v = &t->torch[t->n_torch++];
+	memset(v, 0, sizeof(*v));
+	v->pid = pid;
+	v->device = device;
+	text__clean(v->comm, sizeof(v->comm), comm ? comm : "?");
+	return v;
+}
+
+int timeline__add_torch(struct timeline *t, uint64_t t_ns, uint32_t pid, uint32_t device,
+			const char *comm, uint64_t reserved, bool reserved_known,
+			uint64_t alloc_low, uint64_t alloc_high)
+{
+	struct timeline_torch_point *p;
+	struct timeline_torch *s;
+	int err;
+
+	s = torch_series(t, pid, device, comm, &err);
+	if (!s)
+		return refuse(t, err);
+	if (s->n_points && t_ns < s->points[s->n_points - 1].t_ns)
+		return 0;
+	p = grow(s->points, &s->cap_points, s->n_points, sizeof(*p), TIMELINE_MAX_SAMPLES, &err);
+	if (!p)
+		return refuse(t, err);
+	s->points = p;
+	s->points[s->n_points++] = (struct timeline_torch_point){
+		.t_ns = t_ns,
+		.reserved = reserved_known ? reserved : 0,
+		.alloc_low = alloc_low,
+		.alloc_high = alloc_high,
+	};
+	s->reserved_known |= reserved_known;
+	if (reserved_known && reserved > s->peak)
+		s->peak = reserved;
+	if (alloc_high > s->peak)
+		s->peak = alloc_high;
 	return 0;
 }

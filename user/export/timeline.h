@@ -2,8 +2,9 @@
 /*
  * What `umtrace timeline` draws (export_timeline() in user/export/export.h): host
  * memory samples over time, the host memory attributed to GPU calls per
- * process at each sample, and events: GPU allocation bursts, reclaim
- * activity and guard stops. Filled with the builders below, in time order;
+ * process at each sample, PyTorch's caching allocator per process and
+ * device (reserved, and allocated's range), and events: GPU allocation
+ * bursts, reclaim activity and guard stops. Filled with the builders below, in time order;
  * the builders live in user/export/timeline.c, the drawing in timeline_svg.c.
  *
  * Times are nanoseconds on any one clock (the drawing shows seconds from
@@ -16,14 +17,18 @@
 #ifndef UMTRACE_TIMELINE_H
 #define UMTRACE_TIMELINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TIMELINE_MAX_SAMPLES	10000000
 #define TIMELINE_MAX_PROCS	1024
 #define TIMELINE_MAX_EVENTS	1000000	/* of each kind */
 #define TIMELINE_COMM_LEN	32
 #define TIMELINE_REASON_LEN	128
+#define TIMELINE_MAX_TORCH	1024	/* allocator series (process and device) */
+#define TIMELINE_TORCH_DRAWN	4	/* the largest drawn; the rest in the subtitle */
 
 struct timeline_sample {
 	uint64_t t_ns;
@@ -65,6 +70,32 @@ struct timeline_stop {
 	uint64_t available;		/* host available memory when stopped */
 };
 
+/* PyTorch's caching allocator at one of its samples. */
+struct timeline_torch_point {
+	uint64_t t_ns;
+	uint64_t reserved;
+	uint64_t alloc_low, alloc_high;	/* allocated's range since the point before */
+};
+
+struct timeline_torch {
+	uint32_t pid;
+	uint32_t device;
+	char comm[TIMELINE_COMM_LEN];
+	bool reserved_known;		/* the hook gave the allocator's totals */
+	struct timeline_torch_point *points;	/* in time order */
+	size_t n_points, cap_points;
+	uint64_t peak;			/* reserved's, or allocated's without it */
+};
+
+/* Where the plot is, for what is drawn beside timeline_svg.c. */
+struct timeline_frame {
+	uint64_t tmin;
+	double span;			/* ns, never 0 */
+	double x0, pw;			/* plot left and width */
+	double top, bottom;
+	double unit, ytop;		/* bytes per axis unit, the axis top in units */
+};
+
 struct timeline {
 	struct timeline_sample *samples;
 	size_t n_samples, cap_samples;
@@ -76,6 +107,8 @@ struct timeline {
 	size_t n_reclaims, cap_reclaims;
 	struct timeline_stop *stops;
 	size_t n_stops, cap_stops;
+	struct timeline_torch *torch;
+	size_t n_torch, cap_torch;
 	uint64_t refused;		/* entries past a cap */
 };
 
@@ -99,5 +132,27 @@ int timeline__add_reclaim(struct timeline *t, uint64_t t_ns, uint64_t count);
 /* A guard stop: comm and reason are copied (cut to fit, cleaned). */
 int timeline__add_stop(struct timeline *t, uint64_t t_ns, uint32_t pid, const char *comm,
 		       const char *reason, uint64_t available);
+
+/*
+ * A sample of PyTorch's allocator for process pid, device: reserved (when
+ * known) and allocated's range since the one before. A sample older than
+ * the series' last is dropped (0).
+ */
+int timeline__add_torch(struct timeline *t, uint64_t t_ns, uint32_t pid, uint32_t device,
+			const char *comm, uint64_t reserved, bool reserved_known,
+			uint64_t alloc_low, uint64_t alloc_high);
+
+/* timeline_torch.c: the largest series' highest figure (for the memory axis). */
+uint64_t timeline_torch__max(const struct timeline *t);
+/*
+ * Draw the TIMELINE_TORCH_DRAWN largest series on the memory plot:
+ * reserved a line, allocated's range a band under it.
+ */
+void timeline_torch__draw(const struct timeline *t, const struct timeline_frame *fr,
+			  FILE *out);
+/* Its legend: for each drawn, fn(ctx, label, color, dashed). */
+void timeline_torch__legend(const struct timeline *t,
+			    void (*fn)(void *ctx, const char *label, const char *color, bool band),
+			    void *ctx);
 
 #endif /* UMTRACE_TIMELINE_H */

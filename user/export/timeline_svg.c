@@ -3,9 +3,10 @@
  * The timeline (built in timeline.c, user/export/timeline.h) drawn as one
  * static SVG (export_timeline(), user/export/export.h): a memory plot with
  * the host's available, free and total memory as lines over the
- * GPU-attributed memory of each process as stacked areas, two lanes under
- * it on the same time axis for GPU allocation bursts and reclaim activity,
- * and a vertical line at every guard stop. Details are in <title> tooltips;
+ * GPU-attributed memory of each process as stacked areas, PyTorch's
+ * allocator over them (timeline_torch.c), two lanes under it on the same
+ * time axis for GPU allocation bursts and reclaim activity, and a vertical
+ * line at every guard stop. Details are in <title> tooltips;
  * no script.
  */
 #include <errno.h>
@@ -519,6 +520,25 @@ static void legend_item(struct legend *l, const char *swatch_cls, const char *fi
 	l->x += w;
 }
 
+static void torch_legend_item(void *ctx, const char *label, const char *color, bool band)
+{
+	struct legend *l = ctx;
+	double w = 22 + LEGEND_CHAR_W * (double)strlen(label) + 16;
+
+	if (band) {
+		legend_item(l, NULL, color, label);
+		return;
+	}
+	if (l->x + w > W - MR) {
+		l->x = ML;
+		l->y += 18;
+	}
+	fprintf(l->out, "<line stroke=\"%s\" stroke-width=\"2\" x1=\"%.1f\" y1=\"%.1f\" "
+		"x2=\"%.1f\" y2=\"%.1f\"/>", color, l->x, l->y - 4, l->x + 16, l->y - 4);
+	put_text(l->out, "", l->x + 22, l->y, "start", label);
+	l->x += w;
+}
+
 static double put_legend(const struct draw *d, const bool *present, const size_t *ser,
 			 size_t n_own)
 {
@@ -542,6 +562,7 @@ static double put_legend(const struct draw *d, const bool *present, const size_t
 	}
 	if (present[SERIES_MAX])
 		legend_item(&l, NULL, series_colors[SERIES_MAX], "other processes");
+	timeline_torch__legend(t, torch_legend_item, &l);
 	legend_item(&l, NULL, COLOR_BURST, "GPU allocation burst");
 	legend_item(&l, NULL, COLOR_RECLAIM, "reclaim");
 	legend_item(&l, "stop", NULL, "guard stop");
@@ -612,6 +633,8 @@ static void mem_scale(struct draw *d)
 		m = d->attributed[i] > m ? d->attributed[i] : m;
 		max = m > max ? m : max;
 	}
+	if (timeline_torch__max(t) > max)
+		max = timeline_torch__max(t);
 	if (max >= 1ULL << 30) {
 		d->unit = (double)(1ULL << 30);
 		d->uname = "GiB";
@@ -679,6 +702,8 @@ int export_timeline(const struct timeline *t, FILE *out)
 	err = put_areas(&d, pick, n, vals, present);
 	if (err)
 		goto out;
+	timeline_torch__draw(t, &(struct timeline_frame){ d.tmin, d.span, d.x0, d.pw, d.top,
+							  d.bottom, d.unit, d.ytop }, out);
 	put_line(&d, pick, n, MEM_TOTAL, "total");
 	put_line(&d, pick, n, MEM_FREE, "free");
 	put_line(&d, pick, n, MEM_AVAILABLE, "avail");

@@ -36,6 +36,7 @@ enum key {
 	K_SCOPE,
 	K_PROTECT,
 	K_DRY_RUN,
+	K_TORCH,
 	K_AUTO_RESUME,
 	K_ON_STOP,
 	K_POSTMORTEM_DIR,
@@ -56,6 +57,7 @@ static const struct {
 	[K_SCOPE] = { "scope" },
 	[K_PROTECT] = { "protect", true },
 	[K_DRY_RUN] = { "dry_run" },
+	[K_TORCH] = { "torch" },
 	[K_AUTO_RESUME] = { "auto_resume" },
 	[K_ON_STOP] = { "on_stop" },
 	[K_POSTMORTEM_DIR] = { "postmortem_dir" },
@@ -293,6 +295,11 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		return guard_scope__parse(&cfg->scope, v, name, err, errlen);
 	case K_PROTECT:
 		return protect_add(cfg, v, name, err, errlen);
+	case K_TORCH:
+		if (!parse_bool(v, &cfg->torch))
+			return 0;
+		errbuf__set(err, errlen, "invalid %s '%s': expected true or false", name, v);
+		return -EINVAL;
 	case K_DRY_RUN:
 		if (!parse_bool(v, &cfg->dry_run))
 			return 0;
@@ -554,6 +561,7 @@ void guard_config__init(struct guard_config *cfg)
 	cfg->metric = GUARD_METRIC_AVAILABLE;
 	cfg->action = GUARD_ACT_STOP;
 	cfg->scope.kind = UMT_SCOPE_GPU;
+	cfg->torch = GUARD_TORCH_DEFAULT;
 	cfg->self_pid = getpid();
 }
 

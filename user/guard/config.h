@@ -30,6 +30,7 @@ struct guard_config {
 	char **protect;		/* process names, besides the built-in ones */
 	size_t n_protect;
 	bool dry_run;
+	bool torch;		/* probe PyTorch's allocator hook (libc10) */
 	char *on_stop;		/* a command; NULL: none */
 	char *postmortem_dir;
 	char *metrics_file;

@@ -108,6 +108,38 @@ static void process_rows(FILE *f, const struct guard_metrics *m, const char *nam
 	}
 }
 
+static void torch_rows(FILE *f, const struct guard_metrics *m, bool reserved)
+{
+	const struct guard_metrics_torch *r;
+	size_t i;
+
+	for (i = 0; i < m->n_torch; i++) {
+		r = &m->torch[i];
+		if (reserved && !r->reserved_known)
+			continue;
+		fprintf(f, "umtrace_torch_%s_bytes{pid=\"%d\",comm=\"",
+			reserved ? "reserved" : "allocated", (int)r->pid);
+		label_value(f, r->comm);
+		fprintf(f, "\",device=\"%u\"} %" PRIu64 "\n", r->device,
+			reserved ? r->reserved : r->allocated);
+	}
+}
+
+/* PyTorch's caching allocator: a family of its own, outside umtrace_guard_*. */
+static void torch_families(FILE *f, const struct guard_metrics *m)
+{
+	if (!m->torch_on)
+		return;
+	fputs("# HELP umtrace_torch_allocated_bytes Bytes in blocks PyTorch's CUDA caching "
+	      "allocator has handed out (torch.cuda.memory_allocated).\n"
+	      "# TYPE umtrace_torch_allocated_bytes gauge\n", f);
+	torch_rows(f, m, false);
+	fputs("# HELP umtrace_torch_reserved_bytes Bytes PyTorch's CUDA caching allocator "
+	      "holds from the driver (torch.cuda.memory_reserved).\n"
+	      "# TYPE umtrace_torch_reserved_bytes gauge\n", f);
+	torch_rows(f, m, true);
+}
+
 int metrics__format(FILE *f, const struct guard_metrics *m)
 {
 	size_t i;
@@ -156,6 +188,7 @@ int metrics__format(FILE *f, const struct guard_metrics *m)
 	process_rows(f, m, "process_host_bytes", true);
 	family(f, "process_stopped", "gauge", "1 if the guard holds the process stopped.");
 	process_rows(f, m, "process_stopped", false);
+	torch_families(f, m);
 
 	if (fflush(f) || ferror(f))
 		return errno ? -errno : -EIO;

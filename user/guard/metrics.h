@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The guard's figures in Prometheus text format, for node_exporter's
- * textfile collector (--metrics-file DIR/NAME.prom). Every metric is named
- * umtrace_guard_*; the file is replaced atomically, never written in place.
+ * textfile collector (--metrics-file DIR/NAME.prom). The guard's own are
+ * named umtrace_guard_*, PyTorch's caching allocator's (--torch)
+ * umtrace_torch_*; the file is replaced atomically, never written in place.
  */
 #ifndef UMTRACE_METRICS_H
 #define UMTRACE_METRICS_H
@@ -24,6 +25,16 @@ struct guard_metrics_process {
 	const char *comm;
 	uint64_t host_bytes;	/* GPU-attributed host memory */
 	bool stopped;		/* by the guard */
+};
+
+/* umtrace_torch_*_bytes{pid,comm,device}: a process's allocator on a device. */
+struct guard_metrics_torch {
+	pid_t pid;
+	const char *comm;
+	uint32_t device;
+	uint64_t allocated;
+	uint64_t reserved;
+	bool reserved_known;	/* the old 3-argument hook gives no totals */
 };
 
 struct guard_metrics {
@@ -48,6 +59,9 @@ struct guard_metrics {
 	double last_stop_time;	/* Unix seconds; 0: never */
 	const struct guard_metrics_process *procs;
 	size_t n_procs;
+	bool torch_on;		/* the hook is probed: its families are written */
+	const struct guard_metrics_torch *torch;
+	size_t n_torch;
 };
 
 /* Not secret, and node_exporter reads it as another user. */

@@ -23,17 +23,43 @@ const char *guard_reason__name(enum umt_guard_reason r)
 	return reason_names[guard_reason__index(r)];
 }
 
+/*
+ * " torch_allocated=40M torch_reserved=638M torch_verdict=fragmentation":
+ * what an operator asks first of a stopped PyTorch job; "" without it.
+ */
+static void torch_fields(const struct guard_stop *s, char *buf, size_t len)
+{
+	const struct torch_verdict *v = &s->torch_v;
+	char a[16], r[16];
+
+	buf[0] = '\0';
+	if (!s->torch)
+		return;
+	snprintf(buf, len, " torch_allocated=%s torch_reserved=%s torch_verdict=%s",
+		 fmt_bytes(v->allocated, a, sizeof(a)),
+		 v->reserved_known ? fmt_bytes(v->reserved, r, sizeof(r)) : "?",
+		 guard_stop__torch_verdict(s));
+}
+
+const char *guard_stop__torch_verdict(const struct guard_stop *s)
+{
+	if (!s->torch)
+		return "";
+	return s->torch_v.warmup ? "warm-up" : torch_kind__name(s->torch_v.kind);
+}
+
 void guard_stop__log(const struct guard_stop *s)
 {
-	char held[32], metric[32];
+	char held[32], metric[32], torch[128];
 
+	torch_fields(s, torch, sizeof(torch));
 	slog("guard: %s pid=%u ts=%" PRIu64 ".%09" PRIu64 " comm=\"%s\" cgroup=%s reason=%s "
-	     "%s=%s gpu_host=%s top_site=\"%s\" detail=\"%s\"%s",
+	     "%s=%s gpu_host=%s%s top_site=\"%s\" detail=\"%s\"%s",
 	     s->dry ? "would-stop" : "stop", s->pid, s->ts_ns / 1000000000,
 	     s->ts_ns % 1000000000, s->comm, s->cgroup[0] ? s->cgroup : "-",
 	     guard_reason__name(s->reason), guard_metric__name(s->metric),
 	     fmt_bytes(s->metric_bytes, metric, sizeof(metric)),
-	     fmt_bytes(s->held, held, sizeof(held)), s->top_site, s->detail,
+	     fmt_bytes(s->held, held, sizeof(held)), torch, s->top_site, s->detail,
 	     s->send_err ? " send=failed" : "");
 }
 
@@ -52,6 +78,13 @@ void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const c
 	snprintf(buf, sizeof(buf), "%" PRIu64, s->held);
 	setenv("UMTRACE_HOST_BYTES", buf, 1);
 	setenv("UMTRACE_TOP_SITE", s->top_site, 1);
+	if (s->torch) {
+		snprintf(buf, sizeof(buf), "%" PRIu64, s->torch_v.allocated);
+		setenv("UMTRACE_TORCH_ALLOCATED", buf, 1);
+		snprintf(buf, sizeof(buf), "%" PRIu64, s->torch_v.reserved);
+		setenv("UMTRACE_TORCH_RESERVED", s->torch_v.reserved_known ? buf : "", 1);
+		setenv("UMTRACE_TORCH_VERDICT", guard_stop__torch_verdict(s), 1);
+	}
 	setenv("UMTRACE_POSTMORTEM", bundle, 1);
 	execl("/bin/sh", "sh", "-c", hook, (char *)NULL);
 	_exit(127);

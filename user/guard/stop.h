@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include "guard/action.h"
 #include "guard/policy.h"
+#include "model/torch.h"
 #include "umtrace.h"
 
 #define GUARD_STOP_DETAIL_MAX 192
@@ -35,6 +36,8 @@ struct guard_stop {
 	uint64_t metric_bytes;		/* the metric's last sample */
 	uint64_t held;			/* host bytes its GPU allocations hold */
 	char top_site[GUARD_STOP_SITE_MAX];	/* the call site holding most */
+	bool torch;			/* its PyTorch allocator reported (--torch) */
+	struct torch_verdict torch_v;	/* its allocator, summed over its devices */
 };
 
 #define GUARD_N_REASONS 4	/* enum umt_guard_reason: 1..4 */
@@ -44,6 +47,8 @@ const char *guard_reason__name(enum umt_guard_reason r);
 /* 0..GUARD_N_REASONS - 1, for counting stops by reason. */
 unsigned int guard_reason__index(enum umt_guard_reason r);
 
+/* Its allocator's verdict ("warm-up", "ok", "fragmentation"...), "" without one. */
+const char *guard_stop__torch_verdict(const struct guard_stop *s);
 /* One line per stop, key=value, for the journal and for grep. */
 void guard_stop__log(const struct guard_stop *s);
 /*

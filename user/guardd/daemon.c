@@ -33,12 +33,14 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 	struct sym_frame frames[UMT_STACK_MAX];
 	struct guard *g = ctx;
 	struct guard_proc *p = guard__proc(g, r->pid, true);
+	uint32_t site;
 	size_t n;
 
 	if (p)
 		memcpy(p->comm, r->pcomm, sizeof(p->comm));
-	n = guard_sites__call(g, r, frames);
+	n = guard_sites__call(g, r, frames, &site);
 	guard_flight__call(g, r, frames, n);
+	torch_model__call(&g->torch, r, site);
 }
 
 static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
@@ -48,6 +50,7 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 
 	guard_sites__exit(g, r);
 	guard_flight__exit(g, r);
+	torch_model__exit(&g->torch, r->pid);
 	if (p && !p->stopped)
 		guard__proc_drop(g, p);
 }
@@ -104,12 +107,24 @@ static void on_scope_ask(void *ctx, const struct umt_scope_ask_rec *r)
 	guard__answer_scope(ctx, r);
 }
 
+/* PyTorch's allocator (--torch): for the stop line, post-mortem and metrics. */
+static void on_torch(void *ctx, const struct torch_sample *s)
+{
+	struct guard *g = ctx;
+
+	if (torch_model__add(&g->torch, s))
+		log__repeat(&g->no_torch, clock__mono_ms(), "guard: PyTorch allocator "
+			    "samples lost: %s", strerror(ENOMEM));
+	guard_flight__torch(g, s);
+}
+
 static const struct session_ops guard_ops = {
 	.on_call = on_call,
 	.on_exit = on_exit_rec,
 	.on_tick = guard__tick,
 	.on_guard = on_guard,
 	.on_scope_ask = on_scope_ask,
+	.on_torch = on_torch,
 };
 
 /* ----- set-up ----- */
@@ -204,7 +219,11 @@ static struct guard *guard__new(struct guard_opts *o)
 	g->no_meminfo.what = "guard: cannot read /proc/meminfo";
 	g->slow_meminfo.what = "guard: slow /proc/meminfo reads";
 	g->no_pin.what = "guard: cannot pin the probes of a new libcuda";
+	g->no_torch.what = "guard: PyTorch allocator samples lost";
+	torch_model__init(&g->torch, NULL);
+	g->torch.forget_exited = true;	/* a daemon: jobs come and go */
 	session__init(&g->session, &g->opt.ao, NULL, &guard_ops, g);
+	g->session.torch = g->opt.torch;
 	/*
 	 * Ticks end the ring buffer's waits (session__run), stop records
 	 * wake it at once: idle, the daemon wakes once a sample.
@@ -230,6 +249,7 @@ static void guard__free(struct guard *g)
 	guard__procs_free(g);
 	guard_sites__free(g);
 	guard_flight__free(g);
+	torch_model__free(&g->torch);
 	guard_opts__free(&g->opt);
 	free(g);
 }

@@ -83,6 +83,7 @@ static void make_stop(struct guard *g, struct guard_proc *p, struct guard_stop *
 	s->metric_bytes = g->last_metric;
 	s->held = guard_sites__proc_host(g, p->pid);
 	guard_sites__top_site(g, p->pid, s->top_site, sizeof(s->top_site));
+	s->torch = torch_model__judge_pid(&g->torch, p->pid, &s->torch_v);
 }
 
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,

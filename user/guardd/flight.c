@@ -68,6 +68,12 @@ void guard_flight__stop(struct guard *g, const struct guard_stop *st)
 	flight__add_stop(g->flight, &s);
 }
 
+void guard_flight__torch(struct guard *g, const struct torch_sample *s)
+{
+	if (g->flight)
+		flight__add_torch(g->flight, s);
+}
+
 int guard_flight__dump(struct guard *g, const char *dir)
 {
 	char path[4200];

@@ -38,6 +38,7 @@
 #include "lib/meminfo.h"
 #include "model/callsites.h"
 #include "model/summary.h"
+#include "model/torch.h"
 #include "stacks/callstack.h"
 
 #define GUARD_MAX_PROCS 65536
@@ -68,6 +69,7 @@ struct guard_opts {
 	const char *state_file;
 	uint64_t flight_seconds;	/* flight recorder window, 0: none */
 	bool no_pin;			/* the kernel side dies with the daemon */
+	bool torch;			/* probe PyTorch's allocator hook (--torch) */
 	uint32_t n_protect;		/* names the kernel side never stops */
 	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 };
@@ -87,6 +89,7 @@ struct guard {
 	struct summary summary;
 	struct callsites sites;
 	struct callstack stacks;
+	struct torch_model torch;	/* PyTorch's caching allocator per process */
 	struct flight_recorder *flight;
 	/* processes */
 	void *procs;		/* tsearch(3) tree of struct guard_proc */
@@ -102,7 +105,7 @@ struct guard {
 	time_t started;
 	bool exiting;
 	/* conditions that can hold at every sample */
-	struct log_repeat no_victim, no_meminfo, slow_meminfo, no_pin;
+	struct log_repeat no_victim, no_meminfo, slow_meminfo, no_pin, no_torch;
 };
 
 /* opts.c: 0, 1 (--help asked: show the usage), or -EINVAL (said). */
@@ -134,9 +137,9 @@ void guard__procs_free(struct guard *g);
 
 /* sites.c */
 int guard_sites__init(struct guard *g);
-/* Attribute a call; its frames (for the flight recorder) in frames. */
+/* Attribute a call; its frames (for the flight recorder) in frames, its site's id in site. */
 size_t guard_sites__call(struct guard *g, const struct umt_call_rec *r,
-			 struct sym_frame *frames);
+			 struct sym_frame *frames, uint32_t *site);
 void guard_sites__exit(struct guard *g, const struct umt_proc_exit_rec *r);
 uint64_t guard_sites__proc_host(struct guard *g, uint32_t pid);
 void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len);
@@ -149,6 +152,7 @@ void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
 void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r);
 void guard_flight__sample(struct guard *g);
 void guard_flight__stop(struct guard *g, const struct guard_stop *s);
+void guard_flight__torch(struct guard *g, const struct torch_sample *s);
 /* Write the flight recorder into dir/recording.umt. 0 or -errno. */
 int guard_flight__dump(struct guard *g, const char *dir);
 void guard_flight__free(struct guard *g);

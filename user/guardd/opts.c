@@ -32,6 +32,8 @@ enum {
 	OPT_CONFIG,
 	OPT_FLIGHT,
 	OPT_NO_PIN,
+	OPT_TORCH,
+	OPT_NO_TORCH,
 };
 
 static const struct option opts[] = {
@@ -52,6 +54,8 @@ static const struct option opts[] = {
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "flight-seconds", required_argument, NULL, OPT_FLIGHT },
 	{ "no-pin", no_argument, NULL, OPT_NO_PIN },
+	{ "torch", no_argument, NULL, OPT_TORCH },
+	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
 	{ "help", no_argument, NULL, 'h' },
 	{}
 };
@@ -92,6 +96,8 @@ static const char *config_key(int opt)
 	case OPT_ON_STOP: return "on_stop";
 	case OPT_POSTMORTEM: return "postmortem_dir";
 	case OPT_METRICS_FILE: return "metrics_file";
+	case OPT_TORCH: return "torch";
+	case OPT_NO_TORCH: return "torch";
 	default: return NULL;
 	}
 }
@@ -113,8 +119,8 @@ static int parse_flags(struct guard_opts *o, int argc, char **argv)
 			continue;
 		key = config_key(opt);
 		if (key) {
-			if (guard_config__set(&o->cfg, key, opt == 'n' ? "true" : optarg,
-					      err, sizeof(err))) {
+			if (guard_config__set(&o->cfg, key, opt == 'n' || opt == OPT_TORCH ? "true" :
+					      opt == OPT_NO_TORCH ? "false" : optarg, err, sizeof(err))) {
 				elog("%s", err);
 				return -EINVAL;
 			}
@@ -217,6 +223,8 @@ int guard_opts__parse(struct guard_opts *o, int argc, char **argv)
 	o->on_stop = o->cfg.on_stop;
 	o->postmortem_dir = o->cfg.postmortem_dir;
 	o->metrics_file = o->cfg.metrics_file;
+	/* Naming a libc10 asks for its hook. */
+	o->torch = o->cfg.torch || o->ao.n_libc10;
 	copy_protect(o);
 	if (take_libcuda(o)) {
 		elog("out of memory");

@@ -10,6 +10,7 @@
 #include "export/export.h"
 #include "export/flame_build.h"
 #include "export/summary_out.h"
+#include "export/torch_out.h"
 #include "guardd/guard.h"
 #include "lib/log.h"
 #include "guardd/postmortem.h"
@@ -43,7 +44,29 @@ static int finish(FILE *f)
 	return err;
 }
 
-static int write_event(const struct guard_stop *s, const char *dir)
+static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
+{
+	char advice[1024];
+
+	if (!s->torch)
+		return;
+	fprintf(f, "torch_allocated_bytes %llu\n", (unsigned long long)s->torch_v.allocated);
+	if (s->torch_v.reserved_known)
+		fprintf(f, "torch_reserved_bytes %llu\ntorch_cached_bytes %llu\n",
+			(unsigned long long)s->torch_v.reserved,
+			(unsigned long long)s->torch_v.cached);
+	else
+		fprintf(f, "torch_reserved_bytes unknown\n");
+	fprintf(f, "torch_verdict %s\ntorch_expandable_segments %s\n",
+		guard_stop__torch_verdict(s),
+		s->torch_v.expandable == TORCH_ES_ON ? "on" :
+		s->torch_v.expandable == TORCH_ES_OFF ? "off" : "unknown");
+	if (s->torch_v.advice)
+		fprintf(f, "torch_advice %s\n",
+			torch_out__advice(&s->torch_v, &g->sites, advice, sizeof(advice)));
+}
+
+static int write_event(struct guard *g, const struct guard_stop *s, const char *dir)
 {
 	FILE *f = create(dir, "event.txt");
 	char a[32];
@@ -57,6 +80,7 @@ static int write_event(const struct guard_stop *s, const char *dir)
 		s->dry ? "dry-run" : guard_act__name(s->action), guard_metric__name(s->metric),
 		fmt_bytes(s->metric_bytes, a, sizeof(a)), (unsigned long long)s->held,
 		s->top_site);
+	write_torch(g, s, f);
 	return finish(f);
 }
 
@@ -88,6 +112,7 @@ static int write_report(struct guard *g, const char *dir)
 		return -errno;
 	export_summary_text(&g->summary, f);
 	print_sites(g, f);
+	export_torch_text(&g->torch, &g->sites, f);
 	return finish(f);
 }
 
@@ -143,7 +168,7 @@ int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, si
 
 	err = make_dir(g->opt.postmortem_dir, s, dir, len);
 	if (!err)
-		err = write_event(s, dir);
+		err = write_event(g, s, dir);
 	if (!err)
 		err = write_report(g, dir);
 	if (!err)

@@ -66,6 +66,8 @@ void guard_snapshot__free(struct guard_snapshot *s)
 {
 	free((void *)s->metrics.procs);
 	free((void *)s->metrics.stops);
+	free((void *)s->metrics.torch);
 	s->metrics.procs = NULL;
 	s->metrics.stops = NULL;
+	s->metrics.torch = NULL;
 }

@@ -30,13 +30,12 @@ int guard_sites__init(struct guard *g)
 }
 
 size_t guard_sites__call(struct guard *g, const struct umt_call_rec *r,
-			 struct sym_frame *frames)
+			 struct sym_frame *frames, uint32_t *site)
 {
 	size_t n = callstack__resolve(&g->stacks, r, frames);
-	uint32_t site;
 
-	site = callsites__add(&g->sites, r, frames, n, page__size());
-	summary__consume_site(&g->summary, r, site);
+	*site = callsites__add(&g->sites, r, frames, n, page__size());
+	summary__consume_site(&g->summary, r, *site);
 	return n;
 }
 

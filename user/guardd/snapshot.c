@@ -93,6 +93,34 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 	m->n_procs = procs ? n : 0;
 }
 
+/* PyTorch's allocator per process and device, as the model has it now. */
+static void snapshot_torch(struct guard *g, struct guard_metrics *m)
+{
+	struct guard_metrics_torch *rows;
+	const struct torch_dev *d;
+	size_t i, n = 0;
+
+	m->torch_on = g->opt.torch;
+	if (!g->torch.n)
+		return;
+	rows = calloc(g->torch.n, sizeof(*rows));
+	for (i = 0; rows && i < g->torch.n; i++) {
+		d = torch_model__dev(&g->torch, i);
+		if (d->exited)
+			continue;
+		rows[n++] = (struct guard_metrics_torch){
+			.pid = (pid_t)d->pid,
+			.comm = d->last.comm,
+			.device = d->device,
+			.allocated = d->last.allocated,
+			.reserved = d->last.reserved,
+			.reserved_known = d->last.flags & TORCH_S_TOTALS,
+		};
+	}
+	m->torch = rows;
+	m->n_torch = rows ? n : 0;
+}
+
 void guard__write_report(struct guard *g)
 {
 	struct guard_snapshot *s;
@@ -109,6 +137,7 @@ void guard__write_report(struct guard *g)
 	guard_kernel__stats(&g->session.probes, &ks);
 	snapshot_status(g, &ks, all, n, &s->status);
 	snapshot_metrics(g, &ks, all, n, &s->metrics);
+	snapshot_torch(g, &s->metrics);
 	guard_report__write(&g->report, s);
 	guard_snapshot__free(s);
 out:

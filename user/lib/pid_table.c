@@ -22,7 +22,7 @@ static int grow(struct pid_table *t)
 	return 0;
 }
 
-void *pid_table__get(struct pid_table *t, uint32_t pid)
+void *pid_table__find(const struct pid_table *t, uint32_t pid)
 {
 	uint32_t *row;
 	size_t i;
@@ -32,6 +32,27 @@ void *pid_table__get(struct pid_table *t, uint32_t pid)
 		if (*row == pid)
 			return row;
 	}
+	return NULL;
+}
+
+void pid_table__remove(struct pid_table *t, uint32_t pid)
+{
+	void *row = pid_table__find(t, pid), *last;
+
+	if (!row)
+		return;
+	last = pid_table__row(t, t->n - 1);
+	if (row != last)
+		memcpy(row, last, t->row_size);
+	t->n--;
+}
+
+void *pid_table__get(struct pid_table *t, uint32_t pid)
+{
+	uint32_t *row = pid_table__find(t, pid);
+
+	if (row)
+		return row;
 	if (t->n == t->cap && grow(t))
 		return NULL;
 	row = pid_table__row(t, t->n++);

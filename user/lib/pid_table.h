@@ -28,6 +28,10 @@ static inline void *pid_table__row(const struct pid_table *t, size_t i)
 {
 	return (char *)t->rows + i * t->row_size;
 }
+/* The row of pid if there is one, else NULL; nothing is added. */
+void *pid_table__find(const struct pid_table *t, uint32_t pid);
+/* Take pid's row out (the last row takes its place); no-op if none. */
+void pid_table__remove(struct pid_table *t, uint32_t pid);
 void pid_table__free(struct pid_table *t);
 
 #endif /* UMTRACE_PID_TABLE_H */

@@ -120,6 +120,45 @@ bool proc__comm(pid_t pid, char *buf, size_t len)
 	return ok;
 }
 
+int proc__environ_find(const char *env, size_t env_len, const char *name, char *buf,
+		       size_t len)
+{
+	size_t nlen = strlen(name), i = 0, vlen;
+	const char *e, *end = env + env_len;
+
+	while (i < env_len) {
+		e = env + i;
+		vlen = strnlen(e, (size_t)(end - e));
+		if (vlen > nlen && e[nlen] == '=' && !memcmp(e, name, nlen)) {
+			vlen -= nlen + 1;
+			if (len) {
+				if (vlen >= len)
+					vlen = len - 1;
+				memcpy(buf, e + nlen + 1, vlen);
+				buf[vlen] = '\0';
+			}
+			return 0;
+		}
+		i += vlen + 1;
+	}
+	return -ENOENT;
+}
+
+int proc__environ(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64], *env;
+	size_t n;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	env = proc__read_file(path, &n);
+	if (!env)
+		return -errno;
+	err = proc__environ_find(env, n, name, buf, len);
+	free(env);
+	return err;
+}
+
 const char *cgroup2__root(void)
 {
 	static char root[4096];

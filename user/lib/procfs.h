@@ -15,6 +15,16 @@ char proc__state(pid_t pid);
 bool proc__comm(pid_t pid, char *buf, size_t len);
 
 /*
+ * The value of the variable name in the process's environment as it was
+ * at exec (/proc/PID/environ: root, or the process's owner). 0, -ENOENT
+ * when it is not set, or -errno when the environment cannot be read.
+ */
+int proc__environ(pid_t pid, const char *name, char *buf, size_t len);
+/* The same over an environ file's text: NUL-separated NAME=VALUE. */
+int proc__environ_find(const char *env, size_t env_len, const char *name, char *buf,
+		       size_t len);
+
+/*
  * Where cgroup v2 is mounted: /sys/fs/cgroup on unified hosts,
  * /sys/fs/cgroup/unified on hybrid ones; NULL if nowhere.
  */

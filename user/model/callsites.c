@@ -212,6 +212,7 @@ void callsites__release(struct callsites *cs, uint32_t id, uint64_t host_bytes,
 		return;
 	s->exit_count++;
 	s->exit_host += host_bytes;
+	s->exit_size += size;
 }
 
 static int by_host_desc(const void *a, const void *b)

@@ -31,6 +31,7 @@ struct callsite {
 	uint64_t held_size;	/* GPU bytes of its allocations still outstanding */
 	uint64_t exit_count;	/* never freed: released when the process exited */
 	uint64_t exit_host;
+	uint64_t exit_size;	/* GPU bytes of those */
 	uint64_t first_ns, last_ns;
 	uint32_t pids[4];	/* the first few processes seen at this site */
 	size_t n_pids;

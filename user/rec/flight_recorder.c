@@ -32,9 +32,10 @@ struct fr_call {
 
 struct fr_event {
 	uint64_t ts_ns;
-	enum rec_type type;	/* REC_CALL, REC_EXIT, REC_SAMPLE or REC_STOP */
+	enum rec_type type;	/* REC_CALL, REC_EXIT, REC_SAMPLE, REC_STOP or REC_TORCH */
 	union {
 		struct fr_call call;
+		struct torch_sample torch;
 		struct {
 			uint32_t pid;
 			char comm[TASK_COMM_LEN];
@@ -338,6 +339,17 @@ int flight__add_call(struct flight_recorder *fr, const struct umt_call_rec *r,
 	return 0;
 }
 
+int flight__add_torch(struct flight_recorder *fr, const struct torch_sample *t)
+{
+	struct fr_event *e = ring_push(fr, t->ts_ns, REC_TORCH);
+
+	if (!e)
+		return -ENOMEM;
+	e->torch = *t;
+	trim(fr, t->ts_ns);
+	return 0;
+}
+
 int flight__add_exit(struct flight_recorder *fr, const struct umt_proc_exit_rec *r)
 {
 	struct fr_event *e = ring_push(fr, r->ts_ns, REC_EXIT);
@@ -449,6 +461,8 @@ static int dump_event(struct recording_writer *w, const struct fr_event *e)
 		return recording_writer__add_sample(w, &e->sample);
 	case REC_STOP:
 		return recording_writer__add_stop(w, e->stop);
+	case REC_TORCH:
+		return recording_writer__add_torch(w, &e->torch);
 	default:
 		return 0;
 	}

@@ -2,7 +2,7 @@
 /*
  * A flight recorder for the guard daemon: the last few seconds of GPU
  * calls (with their symbolized stacks), process exits, host memory
- * samples and stops, kept in memory within a byte budget, and written
+ * samples, PyTorch allocator samples and stops, kept in memory within a byte budget, and written
  * out as a complete recording (user/rec/recording.h) when something happens.
  *
  * Bounded both ways: an event older than the window (by its timestamp,
@@ -47,6 +47,7 @@ int flight__add_call(struct flight_recorder *fr, const struct umt_call_rec *r,
 int flight__add_exit(struct flight_recorder *fr, const struct umt_proc_exit_rec *r);
 int flight__add_sample(struct flight_recorder *fr, const struct rec_sample *s);
 int flight__add_stop(struct flight_recorder *fr, const struct rec_stop *s);
+int flight__add_torch(struct flight_recorder *fr, const struct torch_sample *t);
 /* The recording's INFO record (platform, lost records) in dumps. */
 void flight__set_info(struct flight_recorder *fr, const struct rec_info *i);
 /* Drop what is older than the window at now_ns (CLOCK_MONOTONIC). */

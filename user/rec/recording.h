@@ -37,6 +37,10 @@
  *           GPU-attributed host bytes, top call site str
  *   INFO    platform forced, platform the driver says, records dropped
  *           so far, sample interval (ms)
+ *   TORCH   ts, pid, device, flags (model/torch.h's TORCH_S_*), allocated,
+ *           reserved, peak allocated, peak reserved, allocated's lowest and
+ *           highest since the one before, block allocations, block frees,
+ *           comm str: PyTorch's caching allocator, per process and device
  *
  * The deltas of CALL are against the previous CALL of the same chunk (0
  * at a chunk's start), so each chunk decodes given only the ids before it.
@@ -49,13 +53,14 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "rec/recfile.h"
+#include "model/torch.h"
 #include "stacks/symbolize.h"
 #include "umtrace.h"
 
 /*
  * The kinds of record a recording holds, by their number in the file
  * (never renumbered). The flight recorder keeps its events as the same
- * kinds: CALL, EXIT, SAMPLE and STOP are what it holds and dumps.
+ * kinds: CALL, EXIT, SAMPLE, STOP and TORCH are what it holds and dumps.
  */
 enum rec_type {
 	REC_STR = 1,
@@ -65,6 +70,7 @@ enum rec_type {
 	REC_SAMPLE = 5,
 	REC_STOP = 6,
 	REC_INFO = 7,
+	REC_TORCH = 8,
 };
 
 /* Frames kept per stack; deeper stacks are cut. */
@@ -128,7 +134,7 @@ enum recording_flags {
 struct recording_writer;
 
 struct recording_wstats {
-	uint64_t calls, exits, samples, stops;
+	uint64_t calls, exits, samples, stops, torch;
 	uint64_t strings, stacks;	/* defined */
 	uint64_t chunks;
 	uint64_t file_bytes;		/* written so far */
@@ -148,6 +154,7 @@ int recording_writer__add_exit(struct recording_writer *w, const struct umt_proc
 int recording_writer__add_sample(struct recording_writer *w, const struct rec_sample *s);
 int recording_writer__add_stop(struct recording_writer *w, const struct rec_stop *s);
 int recording_writer__set_info(struct recording_writer *w, const struct rec_info *i);
+int recording_writer__add_torch(struct recording_writer *w, const struct torch_sample *s);
 /* Flush the chunk if its oldest record is a second old: call it often. */
 int recording_writer__tick(struct recording_writer *w);
 int recording_writer__flush(struct recording_writer *w);
@@ -178,11 +185,12 @@ struct recording_ops {
 	void (*on_exit)(void *ctx, const struct umt_proc_exit_rec *r);
 	void (*on_sample)(void *ctx, const struct rec_sample *s);
 	void (*on_stop)(void *ctx, const struct rec_stop *s);
+	void (*on_torch)(void *ctx, const struct torch_sample *s);
 };
 
 struct replay_stats {
 	struct recfile_rstats file;	/* chunks read and lost */
-	uint64_t calls, exits, samples, stops, infos;
+	uint64_t calls, exits, samples, stops, infos, torch;
 	uint64_t strings, stacks;
 	uint64_t skipped;		/* records of types this build does not know */
 	bool damaged;			/* reading stopped early (file.why says why) */

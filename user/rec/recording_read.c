@@ -239,6 +239,31 @@ static void do_stop(struct replay *rp, struct dec *d)
 	free(s);
 }
 
+static void do_torch(struct replay *rp, struct dec *d)
+{
+	struct torch_sample s;
+
+	memset(&s, 0, sizeof(s));
+	s.ts_ns = dec_u(d);
+	s.pid = dec_u32(d);
+	s.device = dec_u32(d);
+	s.flags = dec_u32(d);
+	s.allocated = dec_u(d);
+	s.reserved = dec_u(d);
+	s.peak_allocated = dec_u(d);
+	s.peak_reserved = dec_u(d);
+	s.alloc_low = dec_u(d);
+	s.alloc_high = dec_u(d);
+	s.allocs = dec_u(d);
+	s.frees = dec_u(d);
+	copy_comm(s.comm, get_str(rp, d, dec_u(d)));
+	if (d->bad)
+		return;
+	rp->st->torch++;
+	if (rp->ops->on_torch)
+		rp->ops->on_torch(rp->ctx, &s);
+}
+
 static void do_info(struct replay *rp, struct dec *d)
 {
 	struct rec_info i;
@@ -258,7 +283,7 @@ static void do_info(struct replay *rp, struct dec *d)
 static const char *const type_names[] = {
 	[REC_STR] = "string", [REC_STACK] = "stack", [REC_CALL] = "call",
 	[REC_EXIT] = "exit", [REC_SAMPLE] = "sample", [REC_STOP] = "stop",
-	[REC_INFO] = "info",
+	[REC_INFO] = "info", [REC_TORCH] = "torch",
 };
 
 /* One chunk's records. 0, -EBADMSG (rp->bad says which), or -ENOMEM. */
@@ -300,6 +325,9 @@ static int replay_chunk(struct replay *rp, const uint8_t *p, size_t len)
 			break;
 		case REC_INFO:
 			do_info(rp, &d);
+			break;
+		case REC_TORCH:
+			do_torch(rp, &d);
 			break;
 		default:
 			/* A later writer's record: its length lets it be skipped. */

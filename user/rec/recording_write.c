@@ -225,6 +225,33 @@ int recording_writer__add_exit(struct recording_writer *w, const struct umt_proc
 	return emit(w, REC_EXIT, &e);
 }
 
+int recording_writer__add_torch(struct recording_writer *w, const struct torch_sample *s)
+{
+	struct enc e;
+	uint32_t comm;
+	int err;
+
+	if ((err = recfile_writer__error(w->f)) ||
+	    (err = str_id(w, s->comm, sizeof(s->comm), &comm)))
+		return err;
+	e = body(w);
+	enc_u(&e, s->ts_ns);
+	enc_u(&e, s->pid);
+	enc_u(&e, s->device);
+	enc_u(&e, s->flags);
+	enc_u(&e, s->allocated);
+	enc_u(&e, s->reserved);
+	enc_u(&e, s->peak_allocated);
+	enc_u(&e, s->peak_reserved);
+	enc_u(&e, s->alloc_low);
+	enc_u(&e, s->alloc_high);
+	enc_u(&e, s->allocs);
+	enc_u(&e, s->frees);
+	enc_u(&e, comm);
+	w->st.torch++;
+	return emit(w, REC_TORCH, &e);
+}
+
 int recording_writer__add_sample(struct recording_writer *w, const struct rec_sample *s)
 {
 	struct enc e;

@@ -19,6 +19,7 @@ void replay_view__init(struct replay_view *v, uint64_t page_size)
 	v->page_size = page_size;
 	summary__init(&v->summary, page_size);
 	callsites__init(&v->sites, REPLAY_MAX_SITES);
+	torch_model__init(&v->torch, NULL);
 	/* What leaves the table of allocations leaves its call site's held figures. */
 	v->summary.on_release = on_release;
 	v->summary.release_ctx = &v->sites;
@@ -31,10 +32,23 @@ uint32_t replay_view__add_call(struct replay_view *v, const struct umt_call_rec 
 
 	site = callsites__add(&v->sites, r, frames, n, v->page_size);
 	summary__consume_site(&v->summary, r, site);
+	torch_model__call(&v->torch, r, site);
 	if (!v->first_call_ns)
 		v->first_call_ns = r->ts_ns;
 	v->last_call_ns = r->ts_ns;
 	return site;
+}
+
+void replay_view__add_torch(struct replay_view *v, const struct torch_sample *s)
+{
+	if (torch_model__add(&v->torch, s))
+		wlog("out of memory: PyTorch allocator samples are lost");
+}
+
+void replay_view__exit(struct replay_view *v, const struct umt_proc_exit_rec *r)
+{
+	summary__proc_exit(&v->summary, r);
+	torch_model__exit(&v->torch, r->pid);
 }
 
 bool replay_view__wanted(const struct replay_view *v, uint32_t pid)
@@ -54,6 +68,7 @@ void replay_view__free(struct replay_view *v)
 {
 	summary__free(&v->summary);
 	callsites__free(&v->sites);
+	torch_model__free(&v->torch);
 }
 
 /* ---- from a recording ---- */
@@ -123,7 +138,7 @@ static void file_exit(void *ctx, const struct umt_proc_exit_rec *r)
 	seen_at(v, r->ts_ns);
 	if (!replay_view__wanted(v, r->pid))
 		return;
-	summary__proc_exit(&v->summary, r);
+	replay_view__exit(v, r);
 	if (h->on_exit)
 		h->on_exit(v->opts->ctx, v, r);
 }
@@ -148,6 +163,19 @@ static void file_stop(void *ctx, const struct rec_stop *s)
 		h->on_stop(v->opts->ctx, v, s);
 }
 
+static void file_torch(void *ctx, const struct torch_sample *s)
+{
+	struct replay_view *v = ctx;
+	const struct replay_hooks *h = hooks_of(v);
+
+	seen_at(v, s->ts_ns);
+	if (!replay_view__wanted(v, s->pid))
+		return;
+	replay_view__add_torch(v, s);
+	if (h->on_torch)
+		h->on_torch(v->opts->ctx, v, s);
+}
+
 static const struct recording_ops file_ops = {
 	.on_header = file_header,
 	.on_info = file_info,
@@ -155,6 +183,7 @@ static const struct recording_ops file_ops = {
 	.on_exit = file_exit,
 	.on_sample = file_sample,
 	.on_stop = file_stop,
+	.on_torch = file_torch,
 };
 
 int replay_view__load(struct replay_view *v, const char *path, const struct replay_opts *o)

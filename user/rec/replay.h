@@ -23,6 +23,7 @@
 #include "model/platform.h"
 #include "rec/recording.h"
 #include "model/summary.h"
+#include "model/torch.h"
 
 #define REPLAY_MAX_SITES 65536	/* past it, new stacks share one overflow site */
 
@@ -31,6 +32,7 @@ struct replay_opts;
 struct replay_view {
 	struct summary summary;
 	struct callsites sites;
+	struct torch_model torch;	/* PyTorch's caching allocator per process */
 	uint64_t page_size;		/* the recording host's (live: this host's) */
 	uint64_t first_call_ns;		/* of the calls taken; 0: none yet */
 	uint64_t last_call_ns;
@@ -44,8 +46,9 @@ struct replay_view {
 };
 
 /*
- * Called after the view took the record; any may be NULL. Calls, exits and
- * stops come only for the processes asked for; samples and info always.
+ * Called after the view took the record; any may be NULL. Calls, exits,
+ * stops and allocator samples come only for the processes asked for; host
+ * memory samples and info always.
  */
 struct replay_hooks {
 	void (*on_call)(void *ctx, struct replay_view *v, const struct umt_call_rec *r,
@@ -53,6 +56,7 @@ struct replay_hooks {
 	void (*on_exit)(void *ctx, struct replay_view *v, const struct umt_proc_exit_rec *r);
 	void (*on_sample)(void *ctx, struct replay_view *v, const struct rec_sample *s);
 	void (*on_stop)(void *ctx, struct replay_view *v, const struct rec_stop *s);
+	void (*on_torch)(void *ctx, struct replay_view *v, const struct torch_sample *s);
 };
 
 struct replay_opts {
@@ -80,6 +84,10 @@ uint32_t replay_view__add_call(struct replay_view *v, const struct umt_call_rec 
  * (or is unreadable): v->st.why says why.
  */
 int replay_view__load(struct replay_view *v, const char *path, const struct replay_opts *o);
+/* A sample of PyTorch's allocator into its model (live or replayed). */
+void replay_view__add_torch(struct replay_view *v, const struct torch_sample *s);
+/* A process's end, into every table (live or replayed). */
+void replay_view__exit(struct replay_view *v, const struct umt_proc_exit_rec *r);
 bool replay_view__wanted(const struct replay_view *v, uint32_t pid);
 void replay_view__free(struct replay_view *v);
 

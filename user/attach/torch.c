@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "attach/torch.h"
+#include "cookie.h"
+#include "lib/procfs.h"
+
+#define CONF_MAX 512
+
+/* 64-bit integers as the Itanium ABI mangles them: long, unsigned long, (unsigned) long long. */
+static bool int64_code(char c)
+{
+	return c == 'l' || c == 'm' || c == 'x' || c == 'y';
+}
+
+int64_t torch_hook__cookie(const char *mangled)
+{
+	size_t plen = strlen(TORCH_HOOK_PREFIX);
+	const char *p = mangled;
+	int ints = 0;
+
+	if (strncmp(p, TORCH_HOOK_PREFIX, plen))
+		return -1;
+	for (p += plen; int64_code(*p); p++)
+		ints++;
+	/* c10::Device: S_ is the first substitution, the namespace c10. */
+	if (strcmp(p, "NS_6DeviceE") && strcmp(p, "N3c106DeviceE"))
+		return -1;
+	if (ints == 2)
+		return (int64_t)UMT_TORCH_CK_TOTALS;
+	if (ints == 0)
+		return 0;
+	return -1;
+}
+
+/* What the feed knows of a process. */
+struct torch_feed_proc {
+	uint32_t pid;				/* first: a pid_table row */
+	bool conf_read;
+	uint32_t conf;				/* TORCH_S_CONF* flags */
+	uint64_t seen[UMT_TORCH_MAX_DEVS];	/* allocs + frees at its last sample */
+	char comm[TASK_COMM_LEN];		/* its last record's; "" none yet */
+};
+
+void torch_feed__init(struct torch_feed *f, const struct umt_torch_slot *slots)
+{
+	memset(f, 0, sizeof(*f));
+	pid_table__init(&f->procs, sizeof(struct torch_feed_proc));
+	f->slots = slots;
+}
+
+void torch_feed__free(struct torch_feed *f)
+{
+	pid_table__free(&f->procs);
+}
+
+/*
+ * The allocator reads its config from the environment at start (the new
+ * name first, as PyTorch does). Unreadable: unknown, and no flag says read.
+ */
+static uint32_t read_conf(uint32_t pid)
+{
+	static const char *const names[] = { "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF" };
+	char conf[CONF_MAX];
+	size_t i;
+	int err;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		err = proc__environ((pid_t)pid, names[i], conf, sizeof(conf));
+		if (!err)
+			return TORCH_S_CONF | torch_conf__parse(conf);
+		if (err != -ENOENT)
+			return 0;
+	}
+	return TORCH_S_CONF;
+}
+
+static struct torch_feed_proc *proc_of(struct torch_feed *f, uint32_t pid)
+{
+	struct torch_feed_proc *p = pid_table__get(&f->procs, pid);
+
+	if (p && !p->conf_read) {
+		p->conf = read_conf(pid);
+		p->conf_read = true;
+	}
+	return p;
+}
+
+static void fill(struct torch_sample *s, uint32_t pid, uint32_t device, uint64_t ts,
+		 const struct umt_torch_dev *d, uint32_t conf)
+{
+	memset(s, 0, sizeof(*s));
+	s->ts_ns = ts;
+	s->pid = pid;
+	s->device = device;
+	s->flags = conf | (d->flags & UMT_TORCH_TOTALS ? TORCH_S_TOTALS : 0);
+	s->allocated = d->allocated;
+	s->reserved = d->reserved;
+	s->peak_allocated = d->peak_allocated;
+	s->peak_reserved = d->peak_reserved;
+	s->alloc_low = d->alloc_low;
+	s->alloc_high = d->alloc_high;
+	s->allocs = d->allocs;
+	s->frees = d->frees;
+}
+
+void torch_feed__record(struct torch_feed *f, const struct umt_torch_rec *r,
+			struct torch_sample *s)
+{
+	struct torch_feed_proc *p = proc_of(f, r->pid);
+
+	fill(s, r->pid, r->device, r->ts_ns, &r->d, p ? p->conf : 0);
+	memcpy(s->comm, r->comm, sizeof(s->comm));
+	s->comm[sizeof(s->comm) - 1] = '\0';
+	if (!p)
+		return;
+	memcpy(p->comm, s->comm, sizeof(p->comm));
+	if (r->device < UMT_TORCH_MAX_DEVS)
+		p->seen[r->device] = r->d.allocs + r->d.frees;
+}
+
+/*
+ * The kernel writes a slot while it is read here: a copy may mix two
+ * calls' figures, which the next flush or record puts right.
+ */
+void torch_feed__flush(struct torch_feed *f, torch_sample_fn fn, void *ctx)
+{
+	struct torch_feed_proc *p;
+	struct torch_sample s;
+	struct umt_torch_dev d;
+	uint32_t pid, device;
+	uint64_t moved, key;
+	size_t i;
+
+	for (i = 0; f->slots && i < UMT_TORCH_SLOTS; i++) {
+		key = __atomic_load_n(&f->slots[i].key, __ATOMIC_ACQUIRE);
+		if (!key)
+			continue;
+		memcpy(&d, &f->slots[i].d, sizeof(d));
+		pid = (uint32_t)(key >> 32);
+		device = (uint32_t)key;
+		p = device < UMT_TORCH_MAX_DEVS ? proc_of(f, pid) : NULL;
+		moved = d.allocs + d.frees;
+		if (!p || p->seen[device] == moved)
+			continue;
+		p->seen[device] = moved;
+		fill(&s, pid, device, d.last_ns, &d, p->conf);
+		/* The process's name: its records have it; /proc if none came yet. */
+		if (!p->comm[0] && !proc__comm((pid_t)pid, p->comm, sizeof(p->comm)))
+			snprintf(p->comm, sizeof(p->comm), "?");
+		memcpy(s.comm, p->comm, sizeof(s.comm));
+		fn(ctx, &s);
+	}
+}
+
+void torch_feed__forget(struct torch_feed *f, uint32_t pid)
+{
+	pid_table__remove(&f->procs, pid);
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * PyTorch's caching allocator hook, from the attaching side: which symbols
+ * of a libc10.so are the hook and in which form (their cookies), and the
+ * feed that turns the kernel's records and map (bpf/torch.bpf.c) into
+ * samples for the model (model/torch.h): the process's allocator config
+ * read once from its environment, and the figures that moved since the
+ * kernel's last record read from its table, so that a process gone quiet
+ * still shows its last state.
+ */
+#ifndef UMTRACE_ATTACH_TORCH_H
+#define UMTRACE_ATTACH_TORCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "lib/pid_table.h"
+#include "model/torch.h"
+#include "umtrace.h"
+
+/* c10::reportMemoryUsageToProfiler(void *, int64_t, ...): every form starts so. */
+#define TORCH_HOOK_PREFIX "_ZN3c1027reportMemoryUsageToProfilerEPvl"
+
+/*
+ * The cookie for a mangled name of the hook (bpf/cookie.h), or -1 for a
+ * name that is none of its forms: after the prefix (the pointer and the
+ * signed size), two integer totals (size_t or int64_t, however the build
+ * mangles them) or none, then c10::Device by value.
+ */
+int64_t torch_hook__cookie(const char *mangled);
+
+typedef void (*torch_sample_fn)(void *ctx, const struct torch_sample *s);
+
+struct torch_feed {
+	struct pid_table procs;		/* struct torch_feed_proc */
+	const struct umt_torch_slot *slots;	/* UMT_TORCH_SLOTS, the kernel's; NULL: none */
+};
+
+void torch_feed__init(struct torch_feed *f, const struct umt_torch_slot *slots);
+/* A kernel record as a sample. */
+void torch_feed__record(struct torch_feed *f, const struct umt_torch_rec *r,
+			struct torch_sample *s);
+/* Call fn for every process and device whose figures moved since its last sample. */
+void torch_feed__flush(struct torch_feed *f, torch_sample_fn fn, void *ctx);
+/* The process has ended: its next pid's owner is another. */
+void torch_feed__forget(struct torch_feed *f, uint32_t pid);
+void torch_feed__free(struct torch_feed *f);
+
+#endif /* UMTRACE_ATTACH_TORCH_H */

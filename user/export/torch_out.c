@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "export/torch_out.h"
+#include "lib/json.h"
+#include "lib/units.h"
+#include "model/cuda_api.h"
+
+#define SITES_NAMED 3		/* call sites named in a leak's advice */
+#define SITE_FRAMES 3		/* frames of each, past the entry point */
+
+struct out {
+	char *buf;
+	size_t len, at;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->at >= o->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->at, o->len - o->at, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->at += (size_t)n < o->len - o->at ? (size_t)n : o->len - o->at - 1;
+}
+
+/*
+ * "cuMemAlloc_v2 < f+0x1 (lib) < g+0x2 (lib)" for the call sites of the
+ * process's segments, most bytes first (the model keeps them per process).
+ */
+static void name_sites(struct out *o, const struct torch_verdict *v,
+		       const struct callsites *cs)
+{
+	const struct callsite *c;
+	unsigned int i, named = 0;
+	size_t j;
+
+	for (i = 0; cs && i < v->n_sites && named < SITES_NAMED; i++) {
+		c = callsites__get(cs, v->sites[i]);
+		if (!c)
+			continue;
+		put(o, "%s %s", named++ ? ";" : "; the call sites whose allocations grow:",
+		    cuda_api__name(c->api));
+		for (j = 1; j < c->n_frames && j <= SITE_FRAMES; j++)
+			put(o, " < %s", c->frames[j]);
+	}
+	if (!named)
+		put(o, "; none of its GPU allocation calls was seen (run `umtrace report "
+		    "-- COMMAND` from its start for the call sites of its segments)");
+}
+
+const char *torch_out__advice(const struct torch_verdict *v, const struct callsites *sites,
+			      char *buf, size_t len)
+{
+	struct out o = { buf, len, 0 };
+	unsigned int a = v->advice;
+	char b[16];
+
+	if (len)
+		buf[0] = '\0';
+	if (a & TORCH_ADV_EXPANDABLE)
+		put(&o, "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True%s (segments then "
+		    "grow and shrink by 2 MiB or 20 MiB pages, so freed space serves any shape)",
+		    a & TORCH_ADV_NO_MAX_SPLIT ? ", without max_split_size_mb (the two together "
+		    "let reserved grow without bound, pytorch#123548)" : "");
+	else if (a & TORCH_ADV_NO_MAX_SPLIT)
+		put(&o, "take max_split_size_mb out of PYTORCH_CUDA_ALLOC_CONF: with expandable "
+		    "segments it lets reserved grow without bound (pytorch#123548)");
+	if (a & TORCH_ADV_EMPTY_CACHE)
+		put(&o, "%scall torch.cuda.empty_cache() after the peak or between phases: it "
+		    "hands the %s no tensor used back to the driver", o.at ? "; " : "",
+		    fmt_bytes(v->unused, b, sizeof(b)));
+	if (a & TORCH_ADV_FRACTION)
+		put(&o, "%sor cap the cache with torch.cuda.set_per_process_memory_fraction(F): "
+		    "past F of the GPU the allocator frees its cache and retries", o.at ? "; " : "");
+	if (a & TORCH_ADV_LEAK_SITES) {
+		put(&o, "%sallocated's floor (its lowest between steps) grows: tensors outlive "
+		    "their step (a loss kept with its graph, a list or cache of outputs)",
+		    o.at ? "; " : "");
+		name_sites(&o, v, sites);
+	}
+	return buf;
+}
+
+const char *torch_out__verdict(const struct torch_verdict *v)
+{
+	return v->warmup ? "warm-up" : torch_kind__name(v->kind);
+}
+
+static const char *es_name(enum torch_es es)
+{
+	return es == TORCH_ES_ON ? "on" : es == TORCH_ES_OFF ? "off" : "unknown";
+}
+
+static void signed_bytes(int64_t v, char *buf, size_t len)
+{
+	char b[16];
+
+	snprintf(buf, len, "%s%s", v < 0 ? "-" : "+",
+		 fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b)));
+}
+
+/* Why the verdict, in one line. */
+static void explain(const struct torch_model *m, const struct torch_verdict *v, FILE *f)
+{
+	char r[24], fl[24], pk[24], u[16];
+
+	if (v->warmup) {
+		fprintf(f, "  verdict warm-up: judged from %.1f s after its first block, "
+			"over windows of %.1f s\n", m->rules.warmup_ns / 1e9,
+			m->rules.window_ns / 1e9);
+		return;
+	}
+	signed_bytes(v->reserved_growth, r, sizeof(r));
+	signed_bytes(v->floor_growth, fl, sizeof(fl));
+	signed_bytes(v->peak_growth, pk, sizeof(pk));
+	fprintf(f, "  verdict %s: over the last %.1f s, allocated's floor %s and its peak %s",
+		torch_kind__name(v->kind), v->span_ns / 1e9, fl, pk);
+	if (v->reserved_known)
+		fprintf(f, ", reserved %s; %s (%.0f%%) of reserved held no tensor (%.0f%% at "
+			"the window's start)", r, fmt_bytes(v->unused, u, sizeof(u)),
+			100 * v->unused_share, 100 * v->unused_share_early);
+	fputc('\n', f);
+}
+
+static void dev_text(const struct torch_model *m, const struct torch_dev *d,
+		     const struct callsites *sites, FILE *f)
+{
+	char b[6][16], advice[1024];
+	struct torch_verdict v;
+
+	torch_model__judge(m, d, &v);
+	fprintf(f, "pid %u (%s) cuda:%u%s: allocated %s", d->pid, d->last.comm, d->device,
+		d->exited ? " [exited]" : "", fmt_bytes(v.allocated, b[0], sizeof(b[0])));
+	if (v.reserved_known)
+		fprintf(f, ", reserved %s, cached %s (%.0f%%)",
+			fmt_bytes(v.reserved, b[1], sizeof(b[1])),
+			fmt_bytes(v.cached, b[2], sizeof(b[2])), 100 * v.cached_share);
+	fprintf(f, "; peak allocated %s", fmt_bytes(v.peak_allocated, b[3], sizeof(b[3])));
+	if (v.reserved_known)
+		fprintf(f, ", peak reserved %s", fmt_bytes(v.peak_reserved, b[4], sizeof(b[4])));
+	fprintf(f, "; %llu blocks allocated, %llu freed; expandable segments %s\n",
+		(unsigned long long)d->last.allocs, (unsigned long long)d->last.frees,
+		es_name(v.expandable));
+	if (!v.reserved_known)
+		fprintf(f, "  reserved unknown: its libc10 has the old 3-argument hook (no "
+			"totals); allocated counts the blocks since the probe went in\n");
+	explain(m, &v, f);
+	if (v.advice)
+		fprintf(f, "  advice: %s\n", torch_out__advice(&v, sites, advice, sizeof(advice)));
+}
+
+void export_torch_text(const struct torch_model *m, const struct callsites *sites, FILE *f)
+{
+	size_t i;
+
+	if (!m->n)
+		return;
+	fprintf(f, "\nPyTorch's caching allocator, per process and device "
+		"(c10::reportMemoryUsageToProfiler):\n");
+	for (i = 0; i < m->n; i++)
+		dev_text(m, torch_model__dev(m, i), sites, f);
+}
+
+void export_torch_json(const struct torch_model *m, const struct callsites *sites, FILE *f)
+{
+	char advice[1024];
+	struct torch_verdict v;
+	const struct torch_dev *d;
+	size_t i;
+
+	for (i = 0; i < m->n; i++) {
+		d = torch_model__dev(m, i);
+		torch_model__judge(m, d, &v);
+		fprintf(f, "{\"event\":\"torch_allocator\",\"pid\":%u,\"comm\":", d->pid);
+		json__string(f, d->last.comm);
+		fprintf(f, ",\"device\":%u,\"allocated\":%llu,\"reserved\":%llu,\"cached\":%llu,"
+			"\"cached_share\":%.4f,\"peak_allocated\":%llu,\"peak_reserved\":%llu,"
+			"\"allocs\":%llu,\"frees\":%llu,\"reserved_known\":%s,"
+			"\"expandable_segments\":%s,\"expandable_known\":%s,\"max_split_size\":%s,"
+			"\"phase\":\"%s\",\"verdict\":\"%s\",\"window_s\":%.2f,"
+			"\"reserved_growth\":%lld,\"floor_growth\":%lld,\"peak_growth\":%lld,"
+			"\"unused\":%llu,\"unused_share\":%.4f,\"exited\":%s,\"advice\":",
+			d->device, (unsigned long long)v.allocated, (unsigned long long)v.reserved,
+			(unsigned long long)v.cached, v.cached_share,
+			(unsigned long long)v.peak_allocated, (unsigned long long)v.peak_reserved,
+			(unsigned long long)d->last.allocs, (unsigned long long)d->last.frees,
+			v.reserved_known ? "true" : "false",
+			v.expandable == TORCH_ES_ON ? "true" : "false",
+			v.expandable == TORCH_ES_UNKNOWN ? "false" : "true",
+			v.max_split ? "true" : "false", v.warmup ? "warm-up" : "steady",
+			torch_kind__name(v.kind), v.span_ns / 1e9,
+			(long long)v.reserved_growth, (long long)v.floor_growth,
+			(long long)v.peak_growth, (unsigned long long)v.unused, v.unused_share,
+			d->exited ? "true" : "false");
+		json__string(f, torch_out__advice(&v, sites, advice, sizeof(advice)));
+		fputs("}\n", f);
+	}
+}

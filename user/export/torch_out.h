@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * PyTorch's caching allocator (user/model/torch.h) for people and for
+ * programs: a report section per process and device (figures, peaks,
+ * verdict, the advice in words), or one JSON object each; the advice
+ * alone, for top, the guard's stop line and its post-mortem.
+ */
+#ifndef UMTRACE_TORCH_OUT_H
+#define UMTRACE_TORCH_OUT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "model/callsites.h"
+#include "model/torch.h"
+
+/*
+ * The verdict's advice as one sentence into buf; sites (may be NULL) names
+ * the call sites of the process's segments, for a leak.
+ */
+const char *torch_out__advice(const struct torch_verdict *v, const struct callsites *sites,
+			      char *buf, size_t len);
+/* "warm-up" while there is none yet, else the verdict's name. */
+const char *torch_out__verdict(const struct torch_verdict *v);
+/* A section per process and device, under a heading; nothing if none reported. */
+void export_torch_text(const struct torch_model *m, const struct callsites *sites, FILE *f);
+/* One {"event":"torch_allocator",...} line per process and device. */
+void export_torch_json(const struct torch_model *m, const struct callsites *sites, FILE *f);
+
+#endif /* UMTRACE_TORCH_OUT_H */
