@@ -18,6 +18,7 @@ const volatile __u32 guard_n_protect = 0;
 const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN] = {};
 
 __s64 guard_anchor;
+__s64 guard_ceiling;
 __s64 guard_floor;
 __s64 guard_low;
 bool guard_armed;

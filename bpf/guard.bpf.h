@@ -9,9 +9,14 @@
  * the same moment. Every page allocated or freed since moves a net
  * counter, so
  *
- *	headroom = anchor + net_at_anchor - net_now - reserved - floor
+ *	headroom = min(anchor + net_at_anchor - net_now, ceiling)
+ *		   - reserved - floor
  *
- * is current to the page. The net counter is per CPU and folded into the
+ * is current to the page. The ceiling is the sample itself: pages freed
+ * since mostly sit on the per-CPU free lists, out of MemFree and so out
+ * of the metric, until the lists drain; counting them would let another
+ * CPU take the metric below the floor before the next sample says so.
+ * Taking and freeing the same pages still nets to nothing. The net counter is per CPU and folded into the
  * shared one when a CPU has spent its share of the headroom (at most
  * GUARD_BATCH pages); near the floor the share is 0 and every page folds,
  * so the figure is exact where it matters and costs no shared cache line
@@ -58,6 +63,7 @@ extern const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 
 /* Written by user space while running (the mmap'ed .bss). */
 extern __s64 guard_anchor;		/* metric pages at the sample + net then */
+extern __s64 guard_ceiling;		/* metric pages at the sample */
 extern __s64 guard_floor;		/* pages */
 extern __s64 guard_low;		/* pages */
 extern bool guard_armed;		/* an anchor has been written */
@@ -129,8 +135,12 @@ extern struct guard_cgroup_map guard_cgroup SEC(".maps");
 
 static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 {
-	return READ_ONCE(guard_anchor) - READ_ONCE(guard_net) - local -
-	       READ_ONCE(guard_reserved) - threshold;
+	__s64 pages = READ_ONCE(guard_anchor) - READ_ONCE(guard_net) - local;
+	__s64 ceiling = READ_ONCE(guard_ceiling);
+
+	if (pages > ceiling)
+		pages = ceiling;
+	return pages - READ_ONCE(guard_reserved) - threshold;
 }
 
 _Static_assert((GUARD_MAX_CPUS & (GUARD_MAX_CPUS - 1)) == 0,

@@ -86,7 +86,19 @@ static const char zoneinfo_text[] =
 	"  pagesets\n"
 	"    cpu: 0\n"
 	"              count: 1000\n"
-	"              high:  5000\n";
+	"              high:  5000\n"
+	"Node 2, zone   Normal\n"
+	"  pagesets\n"
+	"    cpu: 0\n"
+	"              count: 10\n"
+	"              high:  100000\n"
+	"              batch: 63\n"
+	"              high_min: 1000\n"
+	"              high_max: 337140\n"
+	"    cpu: 1\n"
+	"              count: 5000\n"
+	"              high:  1000\n"
+	"              batch: 63\n";
 
 static void test_pcp_skips_device_nodes(void)
 {
@@ -94,14 +106,20 @@ static void test_pcp_skips_device_nodes(void)
 	struct pcp_info p;
 
 	CHECK_EQ(meminfo__parse_pcp(zoneinfo_text, 4096, NULL, &p), 0, "all");
-	CHECK_EQ(p.count, 1030 * 4096ULL, "all count");
-	CHECK_EQ(p.high, 5300 * 4096ULL, "all high");
+	CHECK_EQ(p.count, 6040 * 4096ULL, "all count");
+	CHECK_EQ(p.high, 106300 * 4096ULL, "all high");
+	/*
+	 * Without a batch, high - count; with one, at most batch << 6; a
+	 * list over its (just lowered) high mark takes nothing.
+	 */
+	CHECK_EQ(p.refill, (90 + 180 + 4000 + (63 << PCP_REFILL_SHIFT)) * 4096ULL, "refill");
 	memset(&nodes, 0, sizeof(nodes));
 	nodes.device[0] = 1ULL << 1;
 	nodes.n_device = 1;
 	CHECK_EQ(meminfo__parse_pcp(zoneinfo_text, 4096, &nodes, &p), 0, "host");
-	CHECK_EQ(p.count, 30 * 4096ULL, "host count");
-	CHECK_EQ(p.high, 300 * 4096ULL, "host high");
+	CHECK_EQ(p.count, 5040 * 4096ULL, "host count");
+	CHECK_EQ(p.high, 101300 * 4096ULL, "host high");
+	CHECK_EQ(p.refill, (270 + (63 << PCP_REFILL_SHIFT)) * 4096ULL, "host refill");
 }
 
 int main(void)

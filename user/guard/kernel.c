@@ -11,6 +11,11 @@
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
 int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *bytes),
 			 void *ctx, int64_t *error)
 {
@@ -24,13 +29,15 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 	if (err)
 		return err;
 	after = READ_ONCE(bss->guard_net);
-	estimate = (READ_ONCE(bss->guard_anchor) - before - (after - before) / 2) *
-		   (int64_t)page__size();
+	estimate = min64(READ_ONCE(bss->guard_anchor) - before - (after - before) / 2,
+			 READ_ONCE(bss->guard_ceiling)) * (int64_t)page__size();
 	*error = READ_ONCE(bss->guard_armed) ? estimate - (int64_t)bytes : 0;
 	/*
 	 * One 64-bit store: the kernel never sees an anchor from one sample
-	 * and a net count from another.
+	 * and a net count from another. A ceiling from the other sample
+	 * beside it is a figure of a moment ago: the lower one counts.
 	 */
+	WRITE_ONCE(bss->guard_ceiling, (int64_t)(bytes / page__size()));
 	WRITE_ONCE(bss->guard_anchor,
 		   (int64_t)(bytes / page__size()) + before + (after - before) / 2);
 	WRITE_ONCE(bss->guard_armed, true);
@@ -49,7 +56,8 @@ void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
 	int64_t ps = (int64_t)page__size();
 
 	st->reserved = READ_ONCE(bss->guard_reserved) * ps;
-	st->headroom = (READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net) -
+	st->headroom = (min64(READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net),
+			      READ_ONCE(bss->guard_ceiling)) -
 			READ_ONCE(bss->guard_reserved) - READ_ONCE(bss->guard_floor)) * ps;
 	st->checks = READ_ONCE(bss->guard_checks);
 	st->stops = READ_ONCE(bss->guard_stops);

@@ -320,11 +320,13 @@ int guard__run(struct guard_opts *o)
 	go_async(g);
 	err = session__run(&g->session);
 	elog("guard: exiting; %llu kernel stops, %llu policy stops; kernel headroom vs "
-	     "/proc/meminfo over %llu samples: mean error %llu KiB, max %llu KiB",
+	     "/proc/meminfo over %llu samples: mean error %llu KiB, max %llu KiB, "
+	     "max above the sample %llu KiB",
 	     (unsigned long long)g->kernel_stops, (unsigned long long)g->policy_stops,
 	     (unsigned long long)g->error_n,
 	     (unsigned long long)(g->error_n ? g->error_sum / g->error_n >> 10 : 0),
-	     (unsigned long long)(g->error_max >> 10));
+	     (unsigned long long)(g->error_max >> 10),
+	     (unsigned long long)(g->error_above >> 10));
 	disarm(g);
 	guard__free(g);
 	return err ? 1 : 0;

@@ -101,6 +101,7 @@ struct guard {
 	time_t last_stop;
 	/* The kernel's headroom against each fresh sample (bytes, absolute). */
 	uint64_t error_max, error_sum, error_n;
+	uint64_t error_above;		/* most the kernel's figure was over a sample */
 	uint64_t next_write_ms;
 	time_t started;
 	bool exiting;

@@ -21,12 +21,18 @@
 #define REPORT_MS 1000
 
 /*
- * The figure the kernel side is anchored to. Pages on the per-CPU free
- * lists are free yet outside MemFree, and the lists refill from MemFree
- * in batches up to their high marks: counted page by page, the kernel's
- * figure would run ahead of MemAvailable by whatever the lists soak up
- * (130 MiB seen here after a burst). Anchored to metric + in the lists -
- * their high marks, it can only be below the metric, never above it.
+ * The figure the kernel side is anchored to. The kernel side counts pages
+ * as they are taken and freed, the lists' pages included, while MemFree
+ * leaves out the per-CPU lists: a list that runs empty refills from
+ * MemFree in one batch, which lowers MemFree and not the kernel's figure.
+ * Anchored to the metric less one refill of every list, the kernel's
+ * figure stays at or below the metric until the next sample while pages
+ * are only taken. Pages a CPU frees onto its own list count as free (they
+ * are: the kernel hands them out before it takes from MemFree).
+ *
+ * It used to be less the lists' whole free room (high - count): since
+ * Linux 6.7 a free burst tunes the high marks up to high_max, 1.3 GiB a
+ * CPU on a 24 GiB host, and the guard stopped jobs gigabytes early.
  */
 int guard__sample_metric(void *ctx, uint64_t *bytes)
 {
@@ -45,8 +51,8 @@ int guard__sample_metric(void *ctx, uint64_t *bytes)
 	g->sample.free = m.free;
 	g->sample.total = m.total;
 	g->pcp = pcp;
-	v = guard_policy__metric(&g->opt.pol, &g->sample) + pcp.count;
-	*bytes = v > pcp.high ? v - pcp.high : 0;
+	v = guard_policy__metric(&g->opt.pol, &g->sample);
+	*bytes = v > pcp.refill ? v - pcp.refill : 0;
 	return 0;
 }
 
@@ -147,6 +153,8 @@ static void note_error(struct guard *g, int64_t error)
 
 	if (mag > g->error_max)
 		g->error_max = mag;
+	if (error > 0 && (uint64_t)error > g->error_above)
+		g->error_above = (uint64_t)error;
 	g->error_sum += mag;
 	g->error_n++;
 }

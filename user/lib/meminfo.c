@@ -125,14 +125,37 @@ int meminfo__read_host(struct meminfo *m, const struct numa_nodes *nodes)
 	return 0;
 }
 
+/* One CPU's pageset of one zone, as /proc/zoneinfo lists it. */
+struct pageset {
+	unsigned long long count, high, batch;
+	bool seen;
+};
+
+static void pageset__add(struct pageset *s, uint64_t page_size, struct pcp_info *p)
+{
+	unsigned long long room = s->high > s->count ? s->high - s->count : 0;
+
+	if (!s->seen)
+		return;
+	/* Without a batch (older formats), the high mark is the bound. */
+	if (s->batch && room > s->batch << PCP_REFILL_SHIFT)
+		room = s->batch << PCP_REFILL_SHIFT;
+	p->count += s->count * page_size;
+	p->high += s->high * page_size;
+	p->refill += room * page_size;
+	memset(s, 0, sizeof(*s));
+}
+
 /*
- * Each CPU's pageset says "count:" and "high:" (the zone's watermarks
- * above them have no colon). high is where the list stops refilling now;
- * since Linux 6.7 it is tuned at run time, up to high_max.
+ * Each CPU's pageset says "cpu:", then "count:", "high:" and "batch:"
+ * (the zone's watermarks above them have no colon). high is where the
+ * list stops refilling now; since Linux 6.7 it is tuned at run time, up
+ * to high_max.
  */
 int meminfo__parse_pcp(const char *text, uint64_t page_size, const struct numa_nodes *nodes,
 		       struct pcp_info *p)
 {
+	struct pageset set = {};
 	unsigned long long v;
 	const char *line;
 	bool seen = false, skip = false;
@@ -140,19 +163,26 @@ int meminfo__parse_pcp(const char *text, uint64_t page_size, const struct numa_n
 
 	memset(p, 0, sizeof(*p));
 	for (line = text; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
-		if (sscanf(line, "Node %u, zone", &node) == 1)
+		if (sscanf(line, "Node %u, zone", &node) == 1) {
+			pageset__add(&set, page_size, p);
 			skip = node_has(nodes, node);
+		}
 		while (*line == ' ')
 			line++;
 		if (skip)
 			continue;
-		if (sscanf(line, "count: %llu", &v) == 1) {
-			p->count += v * page_size;
-			seen = true;
+		if (sscanf(line, "cpu: %llu", &v) == 1) {
+			pageset__add(&set, page_size, p);
+		} else if (sscanf(line, "count: %llu", &v) == 1) {
+			set.count = v;
+			set.seen = seen = true;
 		} else if (sscanf(line, "high: %llu", &v) == 1) {
-			p->high += v * page_size;
+			set.high = v;
+		} else if (sscanf(line, "batch: %llu", &v) == 1) {
+			set.batch = v;
 		}
 	}
+	pageset__add(&set, page_size, p);
 	return seen ? 0 : -EINVAL;
 }
 

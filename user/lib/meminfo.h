@@ -34,13 +34,22 @@ int meminfo__subtract_node(struct meminfo *m, const char *node_text);
 
 /*
  * The per-CPU free lists (/proc/zoneinfo pagesets): pages in them are
- * free but not in MemFree, and they may be refilled from MemFree up to
- * their high marks at any moment.
+ * free but not in MemFree, and a list that runs empty refills from
+ * MemFree, by at most batch << PCP_REFILL_SHIFT pages and never past its
+ * high mark.
  */
 struct pcp_info {
 	uint64_t count;		/* bytes in the lists now */
 	uint64_t high;		/* bytes they refill up to (their high marks now) */
+	uint64_t refill;	/* bytes one refill of each list may take from MemFree */
 };
+
+/*
+ * Since Linux 6.7 a refill is batch << alloc_factor, and alloc_factor
+ * stops at CONFIG_PCP_BATCH_SCALE_MAX (5 by default, 6 at most); before,
+ * it was batch.
+ */
+#define PCP_REFILL_SHIFT	6
 
 /*
  * 0 or -errno; text is /proc/zoneinfo's. Zones of the nodes in nodes
