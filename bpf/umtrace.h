@@ -33,6 +33,7 @@ enum umt_rec_type {
 	UMT_REC_GUARD = 4,	/* the guard stopped (or, dry, would stop) a process */
 	UMT_REC_SCOPE_ASK = 5,	/* the guard has no verdict for a process name */
 	UMT_REC_TORCH = 6,	/* PyTorch's caching allocator: a process's figures */
+	UMT_REC_LIB_EVENT = 7,	/* a process may have mapped a library to probe */
 };
 
 /*
@@ -190,6 +191,20 @@ struct umt_torch_rec {
 	__u64 ts_ns;		/* the call's */
 	struct umt_torch_dev d;
 	char comm[TASK_COMM_LEN];	/* the process's (its main thread's) */
+};
+
+/* Why a process's maps should be read now (bpf/libload.bpf.c). */
+enum umt_lib_why {
+	UMT_LIB_LOADER = 1,	/* its dynamic loader changed its list of objects */
+	UMT_LIB_NEW_ROOT = 2,	/* the first exec seen under its root directory */
+};
+
+struct umt_lib_event_rec {
+	__u32 type;		/* UMT_REC_LIB_EVENT */
+	__u32 pid;		/* tgid */
+	__u32 why;		/* enum umt_lib_why */
+	__u32 pad;
+	__u64 ts_ns;
 };
 
 /*

@@ -1,9 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """umtrace trace against the fake libcuda: every call seen, host pages
 charged to the right call, frees credited, exits and drops accounted."""
+import json
 import os
+import re
+import shutil
+import signal
 import subprocess
 import sys
+import time
 
 from harness import Skip, find_stub_libcuda, wait_line
 
@@ -442,6 +447,68 @@ def test_discovery_rescan_finds_running_process(env):
     assert f"/proc/{job.pid}/root" in err and "probing 26 entry points" in err, err
     mine = [c for c in res.calls if c["pid"] == job.pid]
     assert len(mine) == 6, res
+
+
+def root_of_its_own(env, name, files):
+    """A root directory with copies of files (at their base names) and of
+    what ldd says they need (at the same paths): to the loader and to
+    libcuda, a container's, its files never seen by umtrace."""
+    root = env.tmpfile(name)
+    shutil.rmtree(root, ignore_errors=True)
+    deps = set()
+    for f in files:
+        shutil.copy(f, os.path.join(root if os.path.isdir(root) else os.makedirs(root) or root,
+                                    os.path.basename(f)))
+        out = subprocess.run(["ldd", f], capture_output=True, text=True, timeout=30).stdout
+        deps.update(re.findall(r"(/\S+) \(0x", out))
+    for d in deps:
+        dst = root + d
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.realpath(d), dst)
+    return root
+
+
+def test_discovery_when_the_loader_maps_it(env):
+    """A job under a root directory of its own (its own loader and its own
+    copy of libcuda: no probe on the host's files fires) dlopens libcuda,
+    with no rescan due for a minute: the first exec under that root names
+    its loader, the loader's debugger hook names the dlopen, and the copy
+    is probed before the job's first call 100 ms later (creating a CUDA
+    context takes longer). -v says how long it took."""
+    if not shutil.which("chroot") or not shutil.which("ldd"):
+        raise Skip("chroot or ldd not installed")
+    root = root_of_its_own(env, "ctr-root", [os.path.join(env.tests, "dlcycle"), env.fake])
+    errf = env.tmpfile("loader-trace.err")
+    envv = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    with open(errf, "w") as ef:
+        # -v goes to a file: libbpf's log would fill a pipe nobody reads.
+        tr = subprocess.Popen([env.umtrace, "trace", "-v", "--json", "--rescan", "60s"],
+                              stdout=subprocess.PIPE, stderr=ef, text=True, env=envv)
+    env._procs.append(tr)
+    deadline = time.monotonic() + 30
+    while "watching the dynamic loader" not in open(errf).read():
+        assert tr.poll() is None and time.monotonic() < deadline, open(errf).read()[-800:]
+        time.sleep(0.02)
+    job = env.popen(["chroot", root, "/dlcycle", "-l", "/libcuda.so.1", "-c", "2", "-n", "3",
+                     "-d", "100", "-D", "100", "-o", "/truth.json"], env=envv)
+    job.wait(timeout=60)
+    assert job.returncode == 0, job.stderr.read()
+    tr.send_signal(signal.SIGINT)
+    out, _ = tr.communicate(timeout=60)
+    err = open(errf).read()
+    assert tr.returncode == 0, err[-800:]
+    # Seen from here, a chroot's files are under its directory.
+    assert f"probing 26 entry points in {root}/libcuda.so.1" in err, err[-1500:]
+    took = re.findall(r"pid %d mapped a library to probe: probed ([\d.]+) ms" % job.pid, err)
+    print(f"    probed {', '.join(took)} ms after the kernel said so")
+    with open(os.path.join(root, "truth.json")) as f:
+        made = json.load(f)["calls"]
+    seen = {}
+    for line in out.splitlines():
+        c = json.loads(line) if line.startswith("{") else {}
+        if c.get("pid") == job.pid and "api" in c and "ts_ns" in c:
+            seen[c["api"]] = seen.get(c["api"], 0) + 1
+    assert seen == made, (seen, made)
 
 
 def test_driver_pool_reuse_is_observed_as_zero(env):

@@ -28,6 +28,18 @@ static const char *const lib_names[LIB__KINDS] = {
 	[LIB_C10] = "libc10.so",
 };
 
+/*
+ * The host's dynamic loader (the PT_INTERP of this architecture's
+ * programs); containers' and others are found mapped by a process.
+ */
+static const char *const loaders[] = {
+#if defined(__x86_64__)
+	"/lib64/ld-linux-x86-64.so.2",
+#elif defined(__aarch64__)
+	"/lib/ld-linux-aarch64.so.1",
+#endif
+};
+
 static bool wanted(const struct libcuda_set *set, enum lib_kind kind)
 {
 	return !(set->skip & (1U << kind));
@@ -71,7 +83,7 @@ static void add_from_dir(struct libcuda_set *set, const char *dir, enum lib_kind
 {
 	char path[PATH_MAX];
 
-	if (!wanted(set, kind))
+	if (!wanted(set, kind) || !lib_names[kind])
 		return;
 	if (snprintf(path, sizeof(path), "%s/%s", dir, lib_names[kind]) >= (int)sizeof(path))
 		return;
@@ -113,7 +125,8 @@ static void add_from_ld_cache(struct libcuda_set *set)
 			continue;
 		name[strcspn(name, " \t")] = '\0';
 		kind = lib_kind__of(name);
-		if (kind < 0 || !wanted(set, kind))
+		/* Other architectures' loaders are in the cache too. */
+		if (kind < 0 || kind == LIB_LOADER || !wanted(set, kind))
 			continue;
 		arrow += 4;
 		arrow[strcspn(arrow, "\n")] = '\0';
@@ -131,11 +144,15 @@ void libcuda_set__add_default(struct libcuda_set *set)
 	add_from_ld_cache(set);
 	for (i = 0; i < sizeof(driver_dirs) / sizeof(driver_dirs[0]); i++)
 		add_from_dir(set, driver_dirs[i], LIB_CUDA);
+	for (i = 0; i < sizeof(loaders) / sizeof(loaders[0]) && wanted(set, LIB_LOADER); i++)
+		if (libcuda_set__add(set, loaders[i], LIB_LOADER) > 0)
+			vlog("found %s", loaders[i]);
 }
 
 /*
  * libcuda.so, .so.1, .so.580.65.06; libc10.so (and a versioned name), but
- * not libc10_cuda.so: the hook is in libc10 itself.
+ * not libc10_cuda.so: the hook is in libc10 itself; glibc's loader,
+ * ld-linux-x86-64.so.2, ld-linux-aarch64.so.1 or ld-2.31.so.
  */
 int lib_kind__of(const char *path)
 {
@@ -146,14 +163,38 @@ int lib_kind__of(const char *path)
 		return LIB_CUDA;
 	if (!strncmp(base, "libc10.so", 9) && (!base[9] || base[9] == '.'))
 		return LIB_C10;
+	if (!strncmp(base, "ld-linux", 8) || (!strncmp(base, "ld-2.", 5) && strstr(base, ".so")))
+		return LIB_LOADER;
 	return -1;
 }
 
-/* Containers see their own files: read the path through /proc/PID/root. */
+/*
+ * The file a maps line names, as this process can open it. Containers see
+ * their own files: the path through /proc/PID/root. A chroot under this
+ * root is shown from here (the kernel writes the path as the reader sees
+ * it): the path as it is. The one whose inode is the line's.
+ */
+static int mapped_path(const char *pid, const char *file, unsigned long ino,
+		       char *out, size_t len)
+{
+	struct stat st;
+
+	if (snprintf(out, len, "/proc/%s/root%s", pid, file) < (int)len &&
+	    !stat(out, &st) && st.st_ino == ino)
+		return 0;
+	if (snprintf(out, len, "%s", file) < (int)len && !stat(out, &st) && st.st_ino == ino)
+		return 0;
+	/* A line we could not read the inode of: the container's path. */
+	if (!ino && snprintf(out, len, "/proc/%s/root%s", pid, file) < (int)len)
+		return 0;
+	return -ENOENT;
+}
+
 static int scan_maps(struct libcuda_set *set, const char *pid)
 {
 	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64];
 	int added = 0, kind;
+	unsigned long ino;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
@@ -163,13 +204,17 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 	while (fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/');
 
-		if (!file || !(strstr(file, "libcuda.so") || strstr(file, "libc10.so")))
+		if (!file || !(strstr(file, "libcuda.so") || strstr(file, "libc10.so") ||
+			       strstr(file, "/ld-")))
 			continue;
 		file[strcspn(file, "\n")] = '\0';
 		kind = lib_kind__of(file);
 		if (strstr(file, " (deleted)") || kind < 0 || !wanted(set, kind))
 			continue;
-		if (snprintf(lib, sizeof(lib), "/proc/%s/root%s", pid, file) >= (int)sizeof(lib))
+		/* address perms offset dev inode path */
+		if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1)
+			ino = 0;
+		if (mapped_path(pid, file, ino, lib, sizeof(lib)))
 			continue;
 		if (libcuda_set__add(set, lib, kind) > 0) {
 			vlog("found %s mapped by pid %s", lib, pid);

@@ -17,6 +17,7 @@
 enum lib_kind {
 	LIB_CUDA,	/* libcuda.so* */
 	LIB_C10,	/* libc10.so (PyTorch; wheels keep it in torch/lib) */
+	LIB_LOADER,	/* ld-linux*.so*: says when a process maps libraries */
 	LIB__KINDS,
 };
 
@@ -39,8 +40,8 @@ struct libcuda_set {
 /* 1 if added, 0 if already known, -errno if the path cannot be used. */
 int libcuda_set__add(struct libcuda_set *set, const char *path, enum lib_kind kind);
 /*
- * The dynamic linker cache and LD_LIBRARY_PATH, and for libcuda the usual
- * driver places.
+ * The dynamic linker cache and LD_LIBRARY_PATH, for libcuda the usual
+ * driver places, for the loader its usual paths.
  */
 void libcuda_set__add_default(struct libcuda_set *set);
 /* Every library looked for mapped by a running process; returns how many are new. */

@@ -161,8 +161,12 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 						      UMT_BPF_TRACE_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(skel->progs.torch_hook,
 						      UMT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.dl_debug_state,
+						      UMT_BPF_TRACE_UPROBE_MULTI);
 	}
 	bpf_program__set_autoload(skel->progs.torch_hook, cfg->torch);
+	bpf_program__set_autoload(skel->progs.dl_debug_state, cfg->lib_events);
+	bpf_program__set_autoload(skel->progs.lib_exec, cfg->lib_events);
 	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
 	     "one perf event per entry point");
 	skel->rodata->filter_pids = cfg->filter_pids;
@@ -437,6 +441,36 @@ int probes__attach_torch(struct probes *p, const char *path, bool discovered)
 		return err;
 	}
 	return (int)n;
+}
+
+#define LOADER_HOOK "_dl_debug_state"
+
+int probes__attach_loader(struct probes *p, const char *path)
+{
+	struct bpf_program *prog = p->skel->progs.dl_debug_state;
+	struct elf_sym_hit hits[4];
+	uint64_t cookie = 0;
+	const char *why;
+	int found, i, fd;
+
+	if (!bpf_program__autoload(prog))
+		return 0;
+	found = elf_syms__find_prefix(path, LOADER_HOOK, hits, 4, &why);
+	for (i = 0; i < found; i++)
+		if (!strcmp(hits[i].name, LOADER_HOOK))
+			break;
+	if (found < 0 && found != -ENOENT)
+		return found;
+	if (found <= 0 || i == found)
+		return 0;
+	/* Like the entry points: a classic uprobe would need CAP_SYS_ADMIN later. */
+	if (!p->multi)
+		return attach_uprobe(p, prog, path, hits[i].offset, 0, false) ?: 1;
+	fd = uprobe_multi__attach(bpf_program__fd(prog), path, &hits[i].offset, &cookie, 1,
+				  false);
+	if (fd < 0)
+		return fd;
+	return keep_multi_fd(p, fd) ?: 1;
 }
 
 int probes__add_pid(struct probes *p, pid_t pid)

@@ -38,6 +38,7 @@ struct probe_cfg {
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
 	bool skip_softirq_frees;	/* softirqs' frees are no task's (not for the guard) */
 	bool torch;			/* load PyTorch's allocator hook (probes__attach_torch) */
+	bool lib_events;		/* say when a process may have mapped a library */
 	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 };
@@ -75,6 +76,11 @@ int probes__attach_lib(struct probes *p, const char *path, bool discovered);
  * defines (attach/torch.h); returns how many, 0 if none, or -errno.
  */
 int probes__attach_torch(struct probes *p, const char *path, bool discovered);
+/*
+ * The dynamic loader's debugger hook (_dl_debug_state) in path, for
+ * lib_events: 1 if probed, 0 if the file has none, or -errno.
+ */
+int probes__attach_loader(struct probes *p, const char *path);
 int probes__add_pid(struct probes *p, pid_t pid);
 /* Host pages pid took and freed outside GPU calls (count_outside). */
 int probes__outside_pages(const struct probes *p, uint32_t pid,

@@ -113,6 +113,12 @@ static int add_named(struct session *s, enum lib_kind kind, const char **paths, 
 	return 0;
 }
 
+/* A kind of library not named: look for it in processes every rescan_ms. */
+static bool rescans(const struct session *s)
+{
+	return s->ao->rescan_ms && (!s->ao->n_libcuda || (s->torch && !s->ao->n_libc10));
+}
+
 /* Is a kind of library looked for (not named, and wanted)? */
 static bool looks_for(const struct session *s, enum lib_kind kind)
 {
@@ -130,6 +136,9 @@ static int find_libs(struct session *s)
 	}
 	if (!s->torch)
 		s->libs.skip |= 1U << LIB_C10;
+	/* The loaders say when to look, for those who look. */
+	if (!rescans(s))
+		s->libs.skip |= 1U << LIB_LOADER;
 	err = add_named(s, LIB_CUDA, s->ao->libcuda, s->ao->n_libcuda);
 	if (!err)
 		err = add_named(s, LIB_C10, s->ao->libc10, s->ao->n_libc10);
@@ -147,6 +156,13 @@ static int attach_one(struct session *s, struct libcuda *lib)
 	bool explicit = !looks_for(s, lib->kind);
 	int n;
 
+	if (lib->kind == LIB_LOADER) {
+		n = probes__attach_loader(&s->probes, lib->path);
+		if (n < 0)
+			vlog("%s: cannot probe the loader: %s", lib->path, strerror(-n));
+		lib->n_probed = n > 0 ? n : 0;
+		return 0;
+	}
 	if (lib->kind == LIB_C10) {
 		n = probes__attach_torch(&s->probes, lib->path, !explicit);
 		if (n == 0 && explicit) {
@@ -190,7 +206,10 @@ static int attach_new_libs(struct session *s)
 
 		if (!lib->n_probed || lib->said)
 			continue;
-		if (lib->kind == LIB_C10)
+		if (lib->kind == LIB_LOADER)
+			vlog("watching the dynamic loader %s for libraries mapped later",
+			     lib->path);
+		else if (lib->kind == LIB_C10)
 			elog("probing PyTorch's allocator hook (%d form%s) in %s",
 			     lib->n_probed, lib->n_probed > 1 ? "s" : "", lib->path);
 		else
@@ -205,6 +224,22 @@ static bool ustack_ok(const struct umt_ustack_rec *r, size_t size)
 {
 	return size >= sizeof(*r) && r->stack_len <= sizeof(r->stack) &&
 	       r->nregs <= UMT_USTACK_REGS;
+}
+
+/* Read the process's maps once the records read together are done. */
+static void lib_event(struct session *s, const struct umt_lib_event_rec *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < s->n_lib_pending; i++)
+		if (s->lib_pending[i] == (pid_t)r->pid)
+			return;
+	if (s->n_lib_pending == SESSION_LIB_PENDING) {
+		s->lib_overflow = true;
+		return;
+	}
+	s->lib_pending[s->n_lib_pending] = (pid_t)r->pid;
+	s->lib_pending_ns[s->n_lib_pending++] = r->ts_ns;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -251,6 +286,11 @@ static int on_record(void *ctx, void *data, size_t size)
 			break;
 		if (s->ops->on_guard)
 			s->ops->on_guard(s->ctx, data);
+		return 0;
+	case UMT_REC_LIB_EVENT:
+		if (size < sizeof(struct umt_lib_event_rec))
+			break;
+		lib_event(s, data);
 		return 0;
 	case UMT_REC_SCOPE_ASK:
 		if (size < sizeof(struct umt_scope_ask_rec))
@@ -309,6 +349,7 @@ static int load_and_attach(struct session *s)
 		.managed_faults = s->ao->managed_faults,
 		.skip_softirq_frees = !s->guard,
 		.torch = s->torch,
+		.lib_events = rescans(s),
 		.nodes = &s->nodes,
 		.guard = s->guard,
 	};
@@ -337,12 +378,6 @@ static int load_and_attach(struct session *s)
 		elog("cannot open the ring buffer: %s", strerror(errno));
 	}
 	return err;
-}
-
-/* A kind of library not named: look for it in processes every rescan_ms. */
-static bool rescans(const struct session *s)
-{
-	return s->ao->rescan_ms && (!s->ao->n_libcuda || (s->torch && !s->ao->n_libc10));
 }
 
 /* Will the rescan attach perf-event uprobes later? */
@@ -484,6 +519,38 @@ static void rescan(struct session *s)
 		attach_new_libs(s);
 }
 
+/*
+ * Read the maps of the processes lib events named, and probe what they
+ * mapped; past SESSION_LIB_PENDING at once, look at every process. The
+ * delay from the event to the probes in place is what a job may run
+ * unseen: -v says it.
+ */
+static void lib_events(struct session *s)
+{
+	pid_t pid = 0;
+	uint64_t ns = 0;
+	unsigned int i;
+	int n, added = 0;
+
+	for (i = 0; i < s->n_lib_pending; i++) {
+		n = libcuda_set__scan_pid(&s->libs, s->lib_pending[i]);
+		if (n > 0 && !added++) {
+			pid = s->lib_pending[i];
+			ns = s->lib_pending_ns[i];
+		}
+	}
+	s->n_lib_pending = 0;
+	if (s->lib_overflow) {
+		s->lib_overflow = false;
+		rescan(s);
+	}
+	if (!added)
+		return;
+	attach_new_libs(s);
+	vlog("pid %d mapped a library to probe: probed %.1f ms after the kernel said so",
+	     (int)pid, (clock__mono_ns() - ns) / 1e6);
+}
+
 static void flush_torch(struct session *s)
 {
 	if (s->ops->on_torch)
@@ -518,6 +585,8 @@ int session__run(struct session *s)
 			elog("reading the ring buffer: %s", strerror(-err));
 			return err;
 		}
+		if (s->n_lib_pending || s->lib_overflow)
+			lib_events(s);
 		now = clock__mono_ms();
 		if (now >= next_tick) {
 			report_drops(s);

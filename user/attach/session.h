@@ -31,6 +31,9 @@
 
 struct ring_buffer;
 
+/* Lib events kept between two reads of the ring buffer (a dlopen burst). */
+#define SESSION_LIB_PENDING 32
+
 struct session_ops {
 	void (*on_call)(void *ctx, const struct umt_call_rec *r);
 	void (*on_exit)(void *ctx, const struct umt_proc_exit_rec *r);
@@ -88,6 +91,11 @@ struct session {
 	bool pages_mode;		/* no libcuda: host pages per process */
 	uint64_t drops_reported;
 	uint64_t bad_records;
+	/* Processes whose maps to read now (lib events), and when each was said. */
+	pid_t lib_pending[SESSION_LIB_PENDING];
+	uint64_t lib_pending_ns[SESSION_LIB_PENDING];
+	unsigned int n_lib_pending;
+	bool lib_overflow;		/* more than that: look at every process */
 };
 
 void session__init(struct session *s, struct attach_opts *ao, char **cmd,

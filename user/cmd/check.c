@@ -115,6 +115,8 @@ static void fill_cfg(const struct check *c, struct probe_cfg *cfg, struct guard_
 	cfg->ringbuf_bytes = 1 << 20;
 	cfg->skip_softirq_frees = true;
 	cfg->batch_wakeups = true;
+	/* Each command looks for libraries mapped later unless they are named. */
+	cfg->lib_events = true;
 	/* Every kind of API costs host memory: all of admission is verified. */
 	g->on = true;
 	g->cost_apis = ~0ULL;
