@@ -362,6 +362,28 @@ def test_guard_dry_run_signals_nothing(env):
     assert "guard: would-stop pid=%d " % hog.pid in err, err
 
 
+def empty_and_remove(cg, timeout=10):
+    """Remove a test's cgroup whatever the test left in it (a failed test
+    leaves its job there, maybe frozen): the test's own error shows, not
+    this one's."""
+    with open(os.path.join(cg, "cgroup.freeze"), "w") as f:
+        f.write("0")
+    with open(os.path.join(cg, "cgroup.procs")) as f:
+        for pid in f.read().split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(os.path.join(cg, "cgroup.events")) as f:
+            if "populated 0" in f.read():
+                break
+        assert time.monotonic() < deadline, f"{cg}: still populated after {timeout}s"
+        time.sleep(0.01)
+    os.rmdir(cg)
+
+
 def test_guard_freeze_and_thaw_cgroup(env):
     """--action freeze freezes the hog's cgroup; resume thaws it."""
     root = None
@@ -395,7 +417,7 @@ def test_guard_freeze_and_thaw_cgroup(env):
         hog.wait()
         g.stop()
     finally:
-        os.rmdir(cg)
+        empty_and_remove(cg)
 
 
 def test_guard_bad_options(env):
