@@ -408,16 +408,50 @@ def test_guard_freeze_and_thaw_cgroup(env):
                 frozen = "frozen 1" in f.read()
             time.sleep(0.01)
         assert frozen, "the cgroup was not frozen"
+        # --all resumes what the state file lists, written just after the
+        # freeze: look for the job there first, as an operator would.
+        deadline = time.monotonic() + 10
+        while True:
+            st = json.loads(g.umtrace("status", "--json").stdout)
+            if [s for s in st["stopped"] if s["pid"] == hog.pid and s["still_stopped"]]:
+                break
+            assert time.monotonic() < deadline, f"the stop never reached the state file: {st}"
+            time.sleep(0.01)
         r = g.umtrace("resume", "--all")
-        assert r.returncode == 0, r.stderr
-        with open(os.path.join(cg, "cgroup.events")) as f:
-            assert "frozen 0" in f.read()
-        assert wait_state(hog.pid, "S", 10) or hog.poll() is not None
+        assert r.returncode == 0 and f"resumed {hog.pid} " in r.stdout, (r.stdout, r.stderr)
+        # Thawed; still past the floor, the job may be stopped and frozen
+        # again at its next allocation before the cgroup is looked at: then
+        # the kernel side counts one more stop.
+        deadline = time.monotonic() + 10
+        while True:
+            with open(os.path.join(cg, "cgroup.events")) as f:
+                if "frozen 0" in f.read():
+                    break
+            now = json.loads(g.umtrace("status", "--json").stdout)
+            if now["kernel_stops"] > st["kernel_stops"]:
+                break
+            assert time.monotonic() < deadline, f"still frozen after resume: {now}"
+            time.sleep(0.01)
         hog.kill()
         hog.wait()
         g.stop()
     finally:
         empty_and_remove(cg)
+
+
+def test_guard_resume_all_finds_none(env):
+    """resume --all when the guard holds nothing stopped: exit 1 and one
+    line, as pkill does when nothing matches."""
+    g = Guard(env, meminfo() // 4)
+    deadline = time.monotonic() + 10
+    while g.umtrace("status").returncode != 0:
+        assert time.monotonic() < deadline, "no state file"
+        time.sleep(0.02)
+    r = g.umtrace("resume", "--all")
+    g.stop()
+    assert r.returncode == 1 and not r.stdout, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no process it holds stopped" in lines[0], r.stderr
 
 
 def test_guard_bad_options(env):

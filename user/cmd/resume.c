@@ -37,7 +37,7 @@ void resume_usage(FILE *f)
 "  -h, --help               show this help\n"
 "\n"
 "Exit status: 0 if every process named was resumed, 1 if one was not (gone,\n"
-"or not stopped), 2 on a usage error.\n");
+"or not stopped) or --all found none, 2 on a usage error.\n");
 }
 
 static const struct guard_stopped *find_stopped(const struct guard_status *st, uint32_t pid)
@@ -82,16 +82,26 @@ static int resume_one(uint32_t pid, const struct guard_stopped *s)
 	return 0;
 }
 
+/*
+ * Like pkill, finding nothing is a failure: a stop the guard made an
+ * instant ago may not be in its state file yet, and a script that
+ * resumes before it is listed must be told.
+ */
 static int resume_all(const struct guard_status *st)
 {
-	int failed = 0;
+	int failed = 0, held = 0;
 	size_t i;
 
 	for (i = 0; i < st->n_stopped; i++) {
 		if (!guard_state__still_held(&st->stopped[i]))
 			continue;
+		held++;
 		if (resume_one(st->stopped[i].pid, &st->stopped[i]))
 			failed++;
+	}
+	if (!held) {
+		elog("resume: the guard lists no process it holds stopped");
+		return 1;
 	}
 	return failed;
 }
