@@ -163,6 +163,38 @@ static void test_after_stop_needs_further_fall(void)
 	CHECK_EQ(a.reason, GUARD_REASON_DROP, "drop");
 }
 
+/*
+ * The kernel side stopped the job that made the fall (it did before the
+ * sample showed it): the drop rule does not take another job for it, and
+ * the floor rule waits for a further fall, as after its own stops.
+ */
+static void test_kernel_stop_answers_the_fall(void)
+{
+	struct guard_policy p = policy(NULL);
+	struct guard_state st;
+	struct guard_action a;
+
+	guard_state__init(&st);
+	CHECK_EQ(SERIES(&p, &st, &a, 6000), NO_STOP, "start");
+	jobs[1].already_stopped = true;
+	CHECK_EQ(SERIES(&p, &st, &a, 2200), NO_STOP, "answered by the kernel's stop");
+	CHECK_EQ(SERIES(&p, &st, &a, 2200, 2190), NO_STOP, "flat under the floor");
+	CHECK_EQ(SERIES(&p, &st, &a, 1850, 1840), 1, "still falling");
+	CHECK_EQ(a.pid, 100, "the other job");
+	CHECK_EQ(a.reason, GUARD_REASON_FLOOR, "floor");
+	/* The policy's own stop is no answer to the next fall. */
+	jobs[0].already_stopped = true;
+	CHECK_EQ(SERIES(&p, &st, &a, 1840), NO_STOP, "its own stop shows");
+	jobs[1].already_stopped = false;
+	jobs[0].already_stopped = false;
+
+	/* Without a stop in between, the same fall takes the biggest job. */
+	guard_state__init(&st);
+	CHECK_EQ(SERIES(&p, &st, &a, 6000, 2200), 1, "drop");
+	CHECK_EQ(a.pid, 200, "biggest");
+	CHECK_EQ(a.reason, GUARD_REASON_DROP, "drop reason");
+}
+
 static void test_metric_free(void)
 {
 	struct guard_policy p = policy(NULL);
@@ -491,6 +523,7 @@ int main(void)
 	RUN_SUBTEST(test_spike_recovers);
 	RUN_SUBTEST(test_big_drop_below_low);
 	RUN_SUBTEST(test_big_drop_above_low);
+	RUN_SUBTEST(test_kernel_stop_answers_the_fall);
 	RUN_SUBTEST(test_slow_slide_two_samples);
 	RUN_SUBTEST(test_after_stop_needs_further_fall);
 	RUN_SUBTEST(test_metric_free);

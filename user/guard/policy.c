@@ -254,6 +254,27 @@ static const struct guard_candidate *pick_resume(const struct guard_candidate *c
 	return best;
 }
 
+static size_t count_stopped(const struct guard_candidate *c, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += c[i].already_stopped;
+	return k;
+}
+
+/*
+ * A stop (this rule's or the kernel side's) freed nothing: the metric
+ * stays where it is. Without this the floor rule would take one more job
+ * every two samples until none is left, though nothing is growing any more.
+ */
+static void note_stop(const struct guard_policy *p, struct guard_state *st, uint64_t m)
+{
+	st->below_floor = 0;
+	st->rearm = true;
+	st->rearm_below = m > p->restop ? m - p->restop : 0;
+}
+
 static void append(char *buf, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -277,12 +298,17 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 	const struct guard_candidate *v;
 	uint64_t m = guard_policy__metric(p, s), prev, bar;
 	char b1[16], b2[16], b3[16];
+	size_t stopped;
+	bool answered;
 	struct tally t;
 
 	a.metric = m;
 	st->samples++;
 	st->fall = 0;
 	st->fall_ms = 0;
+	stopped = count_stopped(c, n);
+	answered = st->have_prev && stopped > st->stopped;
+	st->stopped = stopped;
 	if (st->have_prev) {
 		prev = guard_policy__metric(p, &st->prev);
 		st->fall = prev > m ? prev - m : 0;
@@ -293,6 +319,8 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 
 	if (m >= p->floor)
 		st->rearm = false;
+	if (answered)
+		note_stop(p, st, m);
 	bar = p->floor;
 	if (st->rearm && st->rearm_below < bar)
 		bar = st->rearm_below;
@@ -309,7 +337,7 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 	}
 
 	fmt_bytes(m, b2, sizeof(b2));
-	if (st->fall >= p->drop && m < p->low) {
+	if (st->fall >= p->drop && m < p->low && !answered) {
 		a.reason = GUARD_REASON_DROP;
 		snprintf(a.text, sizeof(a.text), "drop %s in one sample, %s left < low %s",
 			 fmt_bytes(st->fall, b1, sizeof(b1)), b2,
@@ -347,14 +375,8 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 	a.kind = GUARD_STOP;
 	a.pid = v->pid;
 	a.host_bytes = v->host_bytes;
-	/*
-	 * The stop freed nothing: the metric stays where it is. Without this
-	 * the floor rule would take one more job every two samples until none
-	 * is left, though nothing is growing any more.
-	 */
-	st->below_floor = 0;
-	st->rearm = true;
-	st->rearm_below = m > p->restop ? m - p->restop : 0;
+	note_stop(p, st, m);
+	st->stopped++;	/* shows at the next sample: not another's answer */
 	return a;
 }
 

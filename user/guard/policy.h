@@ -17,7 +17,10 @@
  *   (a) one sample fell by DROP or more and left less than LOW, or
  *   (b) the metric stayed below FLOOR for two consecutive samples.
  * A stop frees nothing (the job keeps its memory), so after a stop rule (b)
- * fires again only if the metric keeps falling; rule (a) always may.
+ * fires again only if the metric keeps falling; rule (a) always may,
+ * unless a job was stopped during the fall (by the kernel side, mostly:
+ * it stops the job that crossed before the sample shows the fall): the
+ * fall has had its answer, and the next job is as innocent as before.
  * With auto-resume, one job the guard stopped is resumed each time the
  * metric has stayed above ABOVE for GUARD_RESUME_SAMPLES samples in a row.
  */
@@ -80,6 +83,7 @@ struct guard_state {
 	bool rearm;		/* since a stop, rule (b) needs the metric below: */
 	uint64_t rearm_below;
 	unsigned int above_resume;	/* consecutive samples above auto_resume_above */
+	size_t stopped;		/* candidates already stopped at the last sample */
 	uint64_t samples;
 };
 
