@@ -40,6 +40,8 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 	WRITE_ONCE(bss->guard_ceiling, (int64_t)(bytes / page__size()));
 	WRITE_ONCE(bss->guard_anchor,
 		   (int64_t)(bytes / page__size()) + before + (after - before) / 2);
+	/* arm64 may reorder stores: the figures first, then armed. */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
 	WRITE_ONCE(bss->guard_armed, true);
 	return 0;
 }
