@@ -116,7 +116,7 @@ class Deliveries:
     def close(self):
         if self.p:
             self.p.kill()
-            self.p.wait()
+            self.p.wait(timeout=30)
             self.p = None
 
 
@@ -137,7 +137,7 @@ def run_guard(out, kind, tmp, deliveries):
     time.sleep(0.3)
     after = available()
     hog.kill()
-    hog.wait()
+    hog.wait(timeout=30)
     g.send_signal(signal.SIGINT)
     err = g.communicate(timeout=30)[1]
     m = re.search(r"guard: stop pid=%d ts=(\d+)\.(\d+)" % hog.pid, err)

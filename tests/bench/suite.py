@@ -108,6 +108,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+# The tests' pipe reader: a line or an error at a deadline, never a hang.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import readline  # noqa: E402
 import threading
 import time
 
@@ -849,7 +853,11 @@ class Suite:
         p = subprocess.Popen(self.slice_argv(cfg, tracer), stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            first = p.stdout.readline().strip()
+            first = readline(p.stdout, WORKLOAD_TIMEOUT_S, "'ready' from interleave").strip()
+        except AssertionError:
+            p.kill()
+            p.communicate(timeout=30)
+            raise
         finally:
             # Its programs must be gone before the first slice.
             if tracer:
@@ -859,7 +867,7 @@ class Suite:
             out, err = p.communicate(timeout=WORKLOAD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             p.kill()
-            out, err = p.communicate()
+            out, err = p.communicate(timeout=30)
         if first != "ready" or p.returncode:
             raise RuntimeError(f"interleave {cfg}: status {p.returncode}: "
                                + " | ".join((first + "\n" + err).strip().splitlines()[-3:]))
@@ -907,7 +915,7 @@ class Suite:
         finally:
             for p in extra:
                 p.kill()
-                p.wait()
+                p.wait(timeout=30)
         pct = lambda c: round(c / self.idle_s * 100, 4)
         return {"rescan_off_cpu_pct": pct(off), "rescan_on_cpu_pct": pct(base_cpu),
                 "crowd_processes": procs, "crowd_maps_lines": maps,

@@ -88,7 +88,7 @@ class Probe:
                 self.p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.p.kill()
-                self.p.wait()
+                self.p.wait(timeout=30)
 
     def __exit__(self, *exc):
         self.stop()

@@ -162,7 +162,7 @@ class Env:
         for p in self._procs:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+                p.wait(timeout=30)
         self._procs = []
         for t in self._tmp:
             if os.path.isdir(t) and not os.path.islink(t):

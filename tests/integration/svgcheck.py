@@ -54,7 +54,7 @@ def _chromium(args, timeout):
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
+        p.communicate(timeout=30)
         raise AssertionError(f"chromium did not finish in {timeout}s: {' '.join(args)}")
     finally:
         try:

@@ -339,7 +339,7 @@ class Fixtures(dict):
 
     def reap(self):
         for p in self.procs:
-            p.wait()
+            p.wait(timeout=30)
         self.procs = []
 
 

@@ -397,7 +397,7 @@ def test_daemonset_runs_guard(env):
     finally:
         if p.poll() is None:
             p.kill()
-            p.wait()
+            p.wait(timeout=30)
             shutil.rmtree(pins, ignore_errors=True)
 
 

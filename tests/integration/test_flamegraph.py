@@ -54,7 +54,7 @@ def _record_held(env, name, interval="1s"):
     _, err = rec.communicate(timeout=60)
     assert rec.returncode == 0, err[-800:]
     job.kill()
-    job.wait()
+    job.wait(timeout=30)
     return path, job.pid
 
 

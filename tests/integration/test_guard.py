@@ -182,7 +182,7 @@ def test_guard_gpu_hog_stopped_before_floor(env):
 
     # Memory comes back; the operator resumes the job.
     extra.kill()
-    extra.wait()
+    extra.wait(timeout=30)
     time.sleep(0.2)
     resumes = resume_until_done(g, hog, floor)
     with open(truth) as f:
@@ -433,7 +433,7 @@ def test_guard_freeze_and_thaw_cgroup(env):
             assert time.monotonic() < deadline, f"still frozen after resume: {now}"
             time.sleep(0.01)
         hog.kill()
-        hog.wait()
+        hog.wait(timeout=30)
         g.stop()
     finally:
         empty_and_remove(cg)
@@ -482,7 +482,7 @@ def test_guard_killed_leaves_kernel_side_armed(env):
     floor = meminfo() - 1024 * MIB
     g = Guard(env, floor)
     g.p.kill()
-    g.p.wait()
+    g.p.wait(timeout=30)
     st = g.umtrace("status", "--json")
     assert st.returncode == 1, st.stdout
     status = json.loads(st.stdout)
@@ -495,7 +495,7 @@ def test_guard_killed_leaves_kernel_side_armed(env):
     print(f"    orphaned kernel side stopped the hog {past / MIB:+.1f} MiB past the floor")
     assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
     hog.kill()
-    hog.wait()
+    hog.wait(timeout=30)
     g2 = Guard(env, floor)
     err = g2.stop()
     assert "replacing the kernel side a previous guard left armed" in err, err
@@ -593,7 +593,7 @@ def test_guard_rescans_by_default(env):
         g.send_signal(signal.SIGINT)
         _, err = g.communicate(timeout=30)
         job.kill()
-        job.wait()
+        job.wait(timeout=30)
         assert g.returncode == 0, err[-800:]
         probed = re.search(r"probing \d+ entry points in /proc/%d/root" % job.pid, err)
         assert bool(probed) == want, (extra, err[-1200:])
@@ -642,7 +642,7 @@ def test_guard_samples_while_stderr_is_stuck(env):
     assert st["kernel_stops"] > 256 + 32, st
     for j in jobs:
         j.kill()
-        j.wait()
+        j.wait(timeout=30)
     t0 = time.monotonic()
     err = g.stop()
     assert time.monotonic() - t0 < 10, "slow to exit"

@@ -190,7 +190,7 @@ def test_record_survives_kill9(env):
     killed_ns = time.monotonic_ns()
     rec.wait(timeout=10)
     job.kill()
-    job.wait()
+    job.wait(timeout=30)
     p, sites, totals, info = _report_file(env, path)
     assert p.returncode == 0, p.stderr
     assert "no end mark" in p.stderr or "lost" in p.stderr, p.stderr

@@ -271,7 +271,7 @@ def soak(args):
         for p in procs:
             if p.poll() is None:
                 p.kill()
-                p.wait()
+                p.wait(timeout=30)
     fig["failures"] = failures
     t, g = fig.get("trace_rss_kib", {}), fig.get("guard_rss_kib", {})
     print(f"soak: {args.seconds} s, {fig.get('runs')} workload runs, "
