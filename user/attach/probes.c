@@ -301,37 +301,22 @@ static int keep_multi_fd(struct probes *p, int fd)
 	return 0;
 }
 
-static int attach_multi(struct probes *p, const char *path, const uint64_t *offs,
-			const uint64_t *cookies, size_t n)
-{
-	int fd, err;
-
-	fd = uprobe_multi__attach(bpf_program__fd(p->skel->progs.gpu_call_entry),
-				  path, offs, cookies, n, false);
-	if (fd < 0)
-		return fd;
-	err = keep_multi_fd(p, fd);
-	if (err)
-		return err;
-	fd = uprobe_multi__attach(bpf_program__fd(p->skel->progs.gpu_call_return),
-				  path, offs, cookies, n, true);
-	if (fd < 0)
-		return fd;
-	return keep_multi_fd(p, fd);
-}
-
-static int attach_classic(struct probes *p, const char *path, const uint64_t *offs,
-			  const uint64_t *cookies, size_t n)
+/*
+ * One program at n offsets of a file: one multi-uprobe link where the
+ * kernel has them, else a perf-event uprobe each.
+ */
+static int attach_at(struct probes *p, struct bpf_program *prog, const char *path,
+		     const uint64_t *offs, const uint64_t *cookies, size_t n, bool ret)
 {
 	size_t i;
-	int err;
+	int fd, err;
 
+	if (p->multi) {
+		fd = uprobe_multi__attach(bpf_program__fd(prog), path, offs, cookies, n, ret);
+		return fd < 0 ? fd : keep_multi_fd(p, fd);
+	}
 	for (i = 0; i < n; i++) {
-		err = attach_uprobe(p, p->skel->progs.gpu_call_entry, path, offs[i],
-				    cookies[i], false);
-		if (!err)
-			err = attach_uprobe(p, p->skel->progs.gpu_call_return, path, offs[i],
-					    cookies[i], true);
+		err = attach_uprobe(p, prog, path, offs[i], cookies[i], ret);
 		if (err)
 			return err;
 	}
@@ -382,8 +367,9 @@ int probes__attach_lib(struct probes *p, const char *path, bool discovered)
 	}
 	if (!n)
 		return 0;
-	err = p->multi ? attach_multi(p, path, at, cookies, n) :
-			 attach_classic(p, path, at, cookies, n);
+	err = attach_at(p, p->skel->progs.gpu_call_entry, path, at, cookies, n, false);
+	if (!err)
+		err = attach_at(p, p->skel->progs.gpu_call_return, path, at, cookies, n, true);
 	if (err) {
 		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
 		return err;
@@ -401,7 +387,7 @@ int probes__attach_torch(struct probes *p, const char *path, bool discovered)
 	uint64_t offs[TORCH_MAX_FORMS], cookies[TORCH_MAX_FORMS];
 	struct bpf_program *prog = p->skel->progs.torch_hook;
 	const char *why;
-	int found, i, err = 0;
+	int found, i, err;
 	unsigned int n = 0;
 	int64_t ck;
 
@@ -428,14 +414,7 @@ int probes__attach_torch(struct probes *p, const char *path, bool discovered)
 	}
 	if (!n)
 		return 0;
-	if (p->multi) {
-		int fd = uprobe_multi__attach(bpf_program__fd(prog), path, offs, cookies, n, false);
-
-		err = fd < 0 ? fd : keep_multi_fd(p, fd);
-	} else {
-		for (i = 0; i < (int)n && !err; i++)
-			err = attach_uprobe(p, prog, path, offs[i], cookies[i], false);
-	}
+	err = attach_at(p, prog, path, offs, cookies, n, false);
 	if (err) {
 		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
 		return err;
@@ -451,7 +430,7 @@ int probes__attach_loader(struct probes *p, const char *path)
 	struct elf_sym_hit hits[4];
 	uint64_t cookie = 0;
 	const char *why;
-	int found, i, fd;
+	int found, i, err;
 
 	if (!bpf_program__autoload(prog))
 		return 0;
@@ -463,14 +442,9 @@ int probes__attach_loader(struct probes *p, const char *path)
 		return found;
 	if (found <= 0 || i == found)
 		return 0;
-	/* Like the entry points: a classic uprobe would need CAP_SYS_ADMIN later. */
-	if (!p->multi)
-		return attach_uprobe(p, prog, path, hits[i].offset, 0, false) ?: 1;
-	fd = uprobe_multi__attach(bpf_program__fd(prog), path, &hits[i].offset, &cookie, 1,
-				  false);
-	if (fd < 0)
-		return fd;
-	return keep_multi_fd(p, fd) ?: 1;
+	/* As the entry points: a perf-event uprobe needs CAP_SYS_ADMIN, dropped by now. */
+	err = attach_at(p, prog, path, &hits[i].offset, &cookie, 1, false);
+	return err ? err : 1;
 }
 
 int probes__add_pid(struct probes *p, pid_t pid)
