@@ -24,9 +24,13 @@ static int check_subtests_failed;
 		__ok;							\
 	})
 
+/* Each side once: a call with side effects must not run again to be shown. */
 #define CHECK_EQ(a, b, name)						\
-	CHECK((a) == (b), name, "%s == %lld, expected %lld", #a,	\
-	      (long long)(a), (long long)(b))
+	({								\
+		long long __a = (long long)(a), __b = (long long)(b);	\
+		CHECK(__a == __b, name, "%s == %lld, expected %lld", #a, \
+		      __a, __b);					\
+	})
 
 #define RUN_SUBTEST(fn)							\
 	do {								\
