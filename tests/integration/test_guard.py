@@ -327,7 +327,9 @@ def test_guard_state_in_top(env):
     top = env.popen([env.umtrace, "top", "--once", "-i", "4s", "--libcuda", env.fake,
                      "--state-file", g.state])
     wait_line(top.stderr, "probing", 30)
-    calm = env.popen([env.alloc_mix, "-n", "1", "-s", "4M", "-a", "alloc", "-w", "6000",
+    # Held past the test's end: woken near the floor, its next page would
+    # rightly get it stopped.
+    calm = env.popen([env.alloc_mix, "-n", "1", "-s", "4M", "-a", "alloc", "-w", "60000",
                       "-o", "/dev/null"])
     # A job still starting up takes pages: past the floor, it is stopped too.
     assert wait_holding(calm.pid), "the calm job never reached its hold"
@@ -337,14 +339,14 @@ def test_guard_state_in_top(env):
     out, err = top.communicate(timeout=30)
     hog.kill()
     calm.kill()
-    g.stop()
+    log = g.stop()
     assert stopped, "the hog was not stopped"
     assert top.returncode == 0, err
     assert re.search(r"^guard %d: floor .* 1 held \(G: T stopped, F frozen\)$" % g.p.pid,
-                     out, re.M), out
+                     out, re.M), out + log
     marks = {int(l.split()[0]): l.split()[-1] for l in out.splitlines()
              if l[:1].isdigit() and "alloc_mix" in l}
-    assert marks == {hog.pid: "T", calm.pid: "-"}, out
+    assert marks == {hog.pid: "T", calm.pid: "-"}, out + log
     assert max(len(l) for l in out.splitlines()) <= 80, out
 
 

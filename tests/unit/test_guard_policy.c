@@ -49,11 +49,23 @@ static int first_stop(const struct guard_policy *p, struct guard_state *st, cons
 
 	for (i = 0; i < n; i++) {
 		s = sample(st->samples * 100, mib[i]);
+		s.kernel_stops = st->prev.kernel_stops;
 		*last = guard_policy__decide(p, st, &s, jobs, 2);
 		if (last->kind == GUARD_STOP)
 			return (int)i;
 	}
 	return NO_STOP;
+}
+
+/* One sample, with one more kernel stop than the last. */
+static int first_stop_after_kernel(const struct guard_policy *p, struct guard_state *st,
+				   uint64_t mib, struct guard_action *last)
+{
+	struct guard_sample s = sample(st->samples * 100, mib);
+
+	s.kernel_stops = st->prev.kernel_stops + 1;
+	*last = guard_policy__decide(p, st, &s, jobs, 2);
+	return last->kind == GUARD_STOP ? 0 : NO_STOP;
 }
 
 #define SERIES(p, st, last, ...)						\
@@ -149,9 +161,11 @@ static void test_after_stop_needs_further_fall(void)
 	CHECK_EQ(a.pid, 100, "next victim");
 	CHECK(strstr(a.text, "still falling since the last stop") != NULL, "text", "got '%s'",
 	      a.text);
-	/* Back over the floor re-arms the plain rule. */
+	/* Wandering either side of the floor is no further fall. */
+	CHECK_EQ(SERIES(&p, &st, &a, 2090, 2510, 2490, 2480, 2470), NO_STOP, "wandering");
+	/* Back over LOW re-arms the plain rule. */
 	jobs[0].already_stopped = true;
-	CHECK_EQ(SERIES(&p, &st, &a, 2600, 2450), NO_STOP, "re-armed, one sample");
+	CHECK_EQ(SERIES(&p, &st, &a, 3100, 2450), NO_STOP, "re-armed, one sample");
 	CHECK_EQ(SERIES(&p, &st, &a, 2450), NO_STOP, "nobody left to stop");
 	CHECK_EQ(a.reason, GUARD_REASON_NO_VICTIM, "no victim");
 	jobs[0].already_stopped = jobs[1].already_stopped = false;
@@ -187,6 +201,15 @@ static void test_kernel_stop_answers_the_fall(void)
 	CHECK_EQ(SERIES(&p, &st, &a, 1840), NO_STOP, "its own stop shows");
 	jobs[1].already_stopped = false;
 	jobs[0].already_stopped = false;
+
+	/*
+	 * The kernel's stop record comes before the job shows stopped: the
+	 * record alone answers the fall.
+	 */
+	guard_state__init(&st);
+	CHECK_EQ(SERIES(&p, &st, &a, 6000), NO_STOP, "start");
+	CHECK_EQ(first_stop_after_kernel(&p, &st, 2200, &a), NO_STOP, "answered by the record");
+	CHECK_EQ(SERIES(&p, &st, &a, 2200, 2190), NO_STOP, "flat under the floor");
 
 	/* Without a stop in between, the same fall takes the biggest job. */
 	guard_state__init(&st);

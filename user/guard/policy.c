@@ -307,7 +307,8 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 	st->fall = 0;
 	st->fall_ms = 0;
 	stopped = count_stopped(c, n);
-	answered = st->have_prev && stopped > st->stopped;
+	answered = st->have_prev && (stopped > st->stopped ||
+				     s->kernel_stops > st->prev.kernel_stops);
 	st->stopped = stopped;
 	if (st->have_prev) {
 		prev = guard_policy__metric(p, &st->prev);
@@ -317,7 +318,12 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 	st->prev = *s;
 	st->have_prev = true;
 
-	if (m >= p->floor)
+	/*
+	 * Back over LOW, the host has recovered: a new fall is a new event.
+	 * Not merely back over the floor: the kernel side stops jobs right
+	 * at it, and the metric wanders a few MiB either side after.
+	 */
+	if (m >= p->low)
 		st->rearm = false;
 	if (answered)
 		note_stop(p, st, m);

@@ -71,6 +71,11 @@ struct guard_sample {
 	uint64_t available;	/* bytes */
 	uint64_t free;
 	uint64_t total;
+	/*
+	 * Stops the kernel side has decided so far. Its stop reaches the
+	 * sample at once, the stopped state only when the job next runs.
+	 */
+	uint64_t kernel_stops;
 };
 
 /* What decide() carries from one sample to the next. */

@@ -50,6 +50,7 @@ int guard__sample_metric(void *ctx, uint64_t *bytes)
 	g->sample.available = m.available;
 	g->sample.free = m.free;
 	g->sample.total = m.total;
+	g->sample.kernel_stops = g->kernel_stops;
 	g->pcp = pcp;
 	v = guard_policy__metric(&g->opt.pol, &g->sample);
 	*bytes = v > pcp.refill ? v - pcp.refill : 0;
