@@ -23,6 +23,14 @@ __s64 guard_floor;
 __s64 guard_low;
 bool guard_armed;
 
+__u64 guard_zone_free[UMT_GUARD_MAX_ZONES];
+__u32 guard_n_zones;
+__s64 guard_free_seen;
+__u32 guard_n_nodes;
+__u64 guard_device_nodes;
+bool guard_exact;
+__u64 guard_sample_pages;
+
 __s64 guard_net;
 __s64 guard_reserved;
 __u64 guard_checks;
@@ -64,5 +72,101 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm)
 {
 	if (task->pid == task->tgid)
 		guard_note_name(task->tgid, comm);
+	return 0;
+}
+
+/*
+ * Every host node's memory is reached from a memory cgroup: its per-node
+ * part holds an LRU vector, and that knows its node once a page of the
+ * node has been charged there. The root cgroup, found from the current
+ * task's (user space runs this once, with BPF_PROG_TEST_RUN), has seen
+ * every node's pages. No kernel data symbol is needed: kernels without
+ * CONFIG_KALLSYMS_ALL have none. Read with CO-RE, since struct zone
+ * changes with the kernel's configuration.
+ */
+#define GUARD_MAX_CGROUP_DEPTH	32
+
+static __always_inline void *guard_memcg(void)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct css_set *cset = BPF_CORE_READ(task, cgroups);
+	struct cgroup_subsys_state *parent;
+	void *css = NULL;
+	int depth;
+	__u64 id;
+
+	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
+		return NULL;
+	id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
+	if (!cset || bpf_probe_read_kernel(&css, sizeof(css), (void *)cset +
+					   bpf_core_field_offset(struct css_set, subsys) +
+					   id * sizeof(void *)) || !css)
+		return NULL;
+	for (depth = 0; depth < GUARD_MAX_CGROUP_DEPTH; depth++) {
+		parent = BPF_CORE_READ((struct cgroup_subsys_state *)css, parent);
+		if (!parent)
+			return css - bpf_core_field_offset(struct mem_cgroup, css);
+		css = parent;
+	}
+	return NULL;
+}
+
+/* Note each zone of a host node that has pages; false when full. */
+static __always_inline bool guard_note_zones(void *pgdat)
+{
+	__u64 zone_size = bpf_core_type_size(struct zone), nz, z;
+	__u64 at, free_at;
+	long managed;
+	__u32 n;
+
+	nz = bpf_core_enum_value(enum zone_type, __MAX_NR_ZONES);
+	free_at = bpf_core_field_offset(struct zone, vm_stat) +
+		  bpf_core_enum_value(enum zone_stat_item, NR_FREE_PAGES) * sizeof(long);
+	for (z = 0; z < 8; z++) {
+		if (z >= nz)
+			break;
+		at = (__u64)pgdat + bpf_core_field_offset(struct pglist_data, node_zones) +
+		     z * zone_size;
+		managed = BPF_CORE_READ((struct zone *)at, managed_pages.counter);
+		if (managed <= 0)
+			continue;
+		n = guard_n_zones;
+		if (n >= UMT_GUARD_MAX_ZONES)
+			return false;
+		guard_zone_free[n] = at + free_at;
+		guard_n_zones = n + 1;
+	}
+	return true;
+}
+
+SEC("?raw_tp")
+int guard_find_zones(void *ctx)
+{
+	void *memcg = guard_memcg(), *pn, *pgdat;
+	__u64 nodes_at;
+	__u32 nid;
+	__s64 free;
+
+	guard_n_zones = 0;
+	if (!memcg || !bpf_core_field_exists(struct lruvec, pgdat))
+		return 0;
+	nodes_at = (__u64)memcg + bpf_core_field_offset(struct mem_cgroup, nodeinfo);
+	for (nid = 0; nid < UMT_GUARD_MAX_NODES; nid++) {
+		if (nid >= guard_n_nodes)
+			break;
+		if (guard_device_nodes & (1ULL << nid))
+			continue;
+		pn = NULL;
+		if (bpf_probe_read_kernel(&pn, sizeof(pn), (void *)(nodes_at + nid * sizeof(void *))) ||
+		    !pn)
+			continue;	/* a possible node not online */
+		pgdat = BPF_CORE_READ((struct mem_cgroup_per_node *)pn, lruvec.pgdat);
+		if (!pgdat || BPF_CORE_READ((struct pglist_data *)pgdat, node_id) != (int)nid)
+			continue;
+		if (!guard_note_zones(pgdat))
+			break;
+	}
+	if (guard_free_now(&free))
+		guard_free_seen = free;
 	return 0;
 }

@@ -16,11 +16,18 @@
  * since mostly sit on the per-CPU free lists, out of MemFree and so out
  * of the metric, until the lists drain; counting them would let another
  * CPU take the metric below the floor before the next sample says so.
- * Taking and freeing the same pages still nets to nothing. The net counter is per CPU and folded into the
- * shared one when a CPU has spent its share of the headroom (at most
- * GUARD_BATCH pages); near the floor the share is 0 and every page folds,
- * so the figure is exact where it matters and costs no shared cache line
- * elsewhere.
+ * Taking and freeing the same pages still nets to nothing. The net
+ * counter is per CPU and folded into the shared one when a CPU has spent
+ * its share of the headroom (at most GUARD_BATCH pages); near the floor
+ * the share is 0 and every page folds, and far from it a page costs no
+ * shared cache line.
+ *
+ * The anchor is the sample less what the per-CPU lists may still take
+ * from MemFree (user space's margin), so this figure reaches the floor
+ * early. Where it says there is no room left, the decision reads the
+ * kernel's own free-page counters instead (guard_exact_room), when they
+ * could be found: MemFree now, plus the metric's difference from MemFree
+ * at the sample. So a stop lands at the floor, whatever the CPU count.
  *
  * Admission. At a GPU allocation's entry its host cost (its size, for the
  * APIs user space says cost host memory on this platform) is reserved up
@@ -67,6 +74,21 @@ extern __s64 guard_ceiling;		/* metric pages at the sample */
 extern __s64 guard_floor;		/* pages */
 extern __s64 guard_low;		/* pages */
 extern bool guard_armed;		/* an anchor has been written */
+
+/*
+ * The kernel's own free-page counters (guard_find_zones fills the first
+ * three, user space checks them and sets guard_exact): the address of
+ * each host zone's NR_FREE_PAGES; and the last sample, in pages, in one
+ * word so that it is never read half old: the metric in the high 32 bits,
+ * MemFree in the low (0: none).
+ */
+extern __u64 guard_zone_free[UMT_GUARD_MAX_ZONES];
+extern __u32 guard_n_zones;
+extern __s64 guard_free_seen;		/* their sum when they were found */
+extern __u32 guard_n_nodes;		/* user space: the possible nodes */
+extern __u64 guard_device_nodes;	/* user space: bit n, node n is no host RAM */
+extern bool guard_exact;
+extern __u64 guard_sample_pages;
 
 /* Kept here, read by user space. */
 extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
@@ -141,6 +163,53 @@ static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 	if (pages > ceiling)
 		pages = ceiling;
 	return pages - READ_ONCE(guard_reserved) - threshold;
+}
+
+/*
+ * MemFree now, host zones only: the sum of the counters /proc/meminfo
+ * adds up. The per-CPU free lists are outside them, as they are outside
+ * the metric, so unlike the anchored figure this one needs no margin for
+ * the lists. Like /proc/meminfo it lags by the per-CPU deltas vmstat has
+ * not folded yet. False if a counter could not be read.
+ */
+static __always_inline bool guard_free_now(__s64 *free)
+{
+	__u32 i, n = READ_ONCE(guard_n_zones);
+	__s64 sum = 0, v;
+
+	for (i = 0; i < UMT_GUARD_MAX_ZONES; i++) {
+		if (i >= n)
+			break;
+		if (bpf_probe_read_kernel(&v, sizeof(v), (const void *)guard_zone_free[i]))
+			return false;
+		sum += v;
+	}
+	*free = sum;
+	return true;
+}
+
+/*
+ * The headroom above threshold from the kernel's counters: read only
+ * where the anchored figure says there is none, so a stop lands at the
+ * floor and not the lists' margin above it. False: no such figure here.
+ *
+ * The metric is the sample less what MemFree has fallen since. A rise is
+ * not counted: MemFree rises when page cache is dropped, which does not
+ * raise MemAvailable, so the figure stays at or below the sample, as the
+ * anchored one does.
+ */
+static __always_inline bool guard_exact_room(__s64 threshold, __s64 *room)
+{
+	__u64 sample = READ_ONCE(guard_sample_pages);
+	__s64 free, fall;
+
+	if (!READ_ONCE(guard_exact) || !sample || !guard_free_now(&free))
+		return false;
+	fall = (__s64)(sample & 0xffffffff) - free;
+	if (fall < 0)
+		fall = 0;
+	*room = (__s64)(sample >> 32) - fall - READ_ONCE(guard_reserved) - threshold;
+	return true;
 }
 
 _Static_assert((GUARD_MAX_CPUS & (GUARD_MAX_CPUS - 1)) == 0,
@@ -372,6 +441,8 @@ static __always_inline __s64 guard_admit(__u64 ck, __u64 size)
 	room = guard_headroom(0, READ_ONCE(guard_floor));
 	if (room >= 0)
 		return cost;
+	if (guard_exact_room(READ_ONCE(guard_floor), &room) && room >= 0)
+		return cost;
 	/*
 	 * A caller stopped here gives its reservation back: its call runs, if
 	 * ever, after an operator's resume. One left running (out of scope,
@@ -448,6 +519,8 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 	if (room >= 0 || !unreserved)
 		return;
 	if (!umt_gfp_from_task(gfp))
+		return;
+	if (guard_exact_room(READ_ONCE(guard_floor), &room) && room >= 0)
 		return;
 	guard_stop(UMT_GUARD_FLOOR, room, unreserved << page_shift, 0);
 }

@@ -300,6 +300,10 @@ struct umt_guard_cpu {
 
 /* Process names the kernel side never stops, besides pid 1 and itself. */
 #define UMT_GUARD_MAX_PROTECT 16
+/* Host zones whose free-page counters the guard reads near the floor. */
+#define UMT_GUARD_MAX_ZONES 64
+/* Nodes the zone search looks at: node ids past it are not searched. */
+#define UMT_GUARD_MAX_NODES 64
 
 struct umt_guard_rec {
 	__u32 type;		/* UMT_REC_GUARD */

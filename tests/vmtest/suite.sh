@@ -329,11 +329,15 @@ guard_cleanup() {
 guard_stop_resume() {
 	kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 	floor=$((kb * 1024 - 1152 * MIB))
-	umtrace guard --libcuda $FAKE --platform unified --state-file $W/g.state \
+	umtrace guard -v --libcuda $FAKE --platform unified --state-file $W/g.state \
 		--floor $floor --low $((floor + 64 * MIB)) --drop 1G >$W/g.out 2>$W/g.err &
 	GUARD_PID=$!
 	wait_until $LONG armed_or_ended $GUARD_PID
 	grep -q 'guard: armed' $W/g.err || { echo "guard did not arm: $(tail -n 3 $W/g.err)"; return 1; }
+	# Near the floor it decides from the kernel's own free-page counters.
+	grep -qE "guard: deciding near the floor from [1-9][0-9]* zones' free-page counters" $W/g.err ||
+		{ echo "no free-page counters: $(grep 'guard:' $W/g.err | head -n 2)"; return 1; }
+	grep -o 'guard: deciding near the floor.*' $W/g.err >$W/zones.txt
 	pagehog -c 4 -t 768 -w 600000 -o $W/ballast >/dev/null 2>&1 &
 	BALLAST_PID=$!
 	wait_until 120 grep -qsx 768 $W/ballast || { echo "ballast not in place"; return 1; }
@@ -481,6 +485,7 @@ fi
 check top top_once
 check record_report record_report
 check guard guard_check
+[ -s $W/zones.txt ] && echo "# $(cat $W/zones.txt)"
 check real_libcuda_probed real_trace
 check real_libcuda_calls real_calls
 check real_libcuda_entry real_entry

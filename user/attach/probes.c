@@ -127,6 +127,7 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 	int cpus = libbpf_num_possible_cpus();
 
 	skel->rodata->page_shift = page__shift();
+	bpf_program__set_autoload(skel->progs.guard_find_zones, g && g->on);
 	if (!g)
 		return;
 	skel->rodata->guard_on = g->on;
@@ -265,6 +266,8 @@ int probes__attach_kernel(struct probes *p)
 	bpf_object__for_each_program(prog, p->skel->obj) {
 		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
 			continue;	/* the uprobes go per library */
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_RAW_TRACEPOINT)
+			continue;	/* run once by user space, never attached */
 		err = attach_prog(p, prog);
 		if (err)
 			return err;

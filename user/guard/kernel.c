@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "lib/parse.h"
+#include "lib/numa.h"
 #include "lib/sys.h"
 #include "guard/kernel.h"
 #include "umtrace.skel.h"
+
+/* How far the counters' sum may be from MemFree read just after. */
+#define ZONES_SLACK_BYTES (32ULL << 20)
+#define ZONES_SLACK_DIV 100
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
@@ -50,6 +57,100 @@ void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low
 {
 	WRITE_ONCE(p->skel->bss->guard_floor, (int64_t)(floor / page__size()));
 	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page__size()));
+}
+
+/* The possible NUMA nodes, "0-3" read as 4; 1 when unknown. */
+static unsigned int possible_nodes(void)
+{
+	unsigned int a, b;
+	char buf[256];
+	char *last;
+	FILE *f = fopen("/sys/devices/system/node/possible", "re");
+
+	if (!f)
+		return 1;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return 1;
+	}
+	fclose(f);
+	last = strrchr(buf, ',');
+	last = last ? last + 1 : buf;
+	if (sscanf(last, "%u-%u", &a, &b) == 2)
+		return b + 1;
+	if (sscanf(last, "%u", &a) == 1)
+		return a + 1;
+	return 1;
+}
+
+/*
+ * The two reads are a moment apart: a host busy allocating moves MemFree
+ * meanwhile. Counters from the wrong zones miss a node or a zone, gigabytes.
+ */
+static bool close_enough(int64_t a, uint64_t b)
+{
+	uint64_t d = a > (int64_t)b ? (uint64_t)a - b : b - (uint64_t)a;
+
+	return d <= ZONES_SLACK_BYTES || d <= b / ZONES_SLACK_DIV;
+}
+
+int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
+			     int (*meminfo_free)(void *ctx, uint64_t *bytes), void *ctx,
+			     struct guard_zones *z, char *why, size_t len)
+{
+	struct umtrace_bpf__bss *bss = p->skel->bss;
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	struct bpf_program *prog = p->skel->progs.guard_find_zones;
+	unsigned int i, nodes = possible_nodes();
+	int err;
+
+	memset(z, 0, sizeof(*z));
+	WRITE_ONCE(bss->guard_exact, false);
+	if (!bpf_program__autoload(prog)) {
+		errbuf__set(why, len, "not loaded");
+		return -ENOENT;
+	}
+	for (i = UMT_GUARD_MAX_NODES; i < nodes && i < UMT_MAX_NODES; i++) {
+		if (!numa__has(device_nodes, i)) {
+			errbuf__set(why, len, "host node %u is past the %u nodes searched", i,
+				    UMT_GUARD_MAX_NODES);
+			return -ERANGE;
+		}
+	}
+	bss->guard_n_nodes = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
+	bss->guard_device_nodes = device_nodes[0];
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &run)) {
+		err = -errno;
+		errbuf__set(why, len, "cannot run the search: %s", strerror(-err));
+		return err;
+	}
+	z->n = READ_ONCE(bss->guard_n_zones);
+	z->kernel_free = READ_ONCE(bss->guard_free_seen) * (int64_t)page__size();
+	err = meminfo_free(ctx, &z->meminfo_free);
+	if (err) {
+		errbuf__set(why, len, "cannot read /proc/meminfo: %s", strerror(-err));
+		return err;
+	}
+	if (!z->n) {
+		errbuf__set(why, len, "no host zone found from the memory cgroups");
+		return -ENOENT;
+	}
+	if (!close_enough(z->kernel_free, z->meminfo_free)) {
+		errbuf__set(why, len, "their sum is not MemFree");
+		return -ERANGE;
+	}
+	WRITE_ONCE(bss->guard_exact, true);
+	return 0;
+}
+
+void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t free)
+{
+	uint64_t m = metric / page__size(), f = free / page__size();
+
+	/* Past 16 TiB of 4 KiB pages: no figure (0), the anchored one decides. */
+	if (m > UINT32_MAX || f > UINT32_MAX)
+		m = f = 0;
+	WRITE_ONCE(p->skel->bss->guard_sample_pages, m << 32 | f);
 }
 
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)

@@ -142,6 +142,29 @@ static void log_start(struct guard *g, const char *plat, const char *why)
 	     g->opt.dry_run ? " (dry run)" : "", plat, why);
 }
 
+/*
+ * Decide at the floor itself from the kernel's free-page counters. Where
+ * they cannot be found the guard still works, stopping up to the per-CPU
+ * lists' margin early: say so once.
+ */
+static void find_zones(struct guard *g)
+{
+	struct guard_zones z;
+	char why[128] = "";
+	int err;
+
+	err = guard_kernel__find_zones(&g->session.probes, g->session.nodes.device,
+				       guard__sample_free, g, &z, why, sizeof(why));
+	if (err) {
+		wlog("guard: the kernel's free-page counters are not used (%s): stops may come "
+		     "up to the per-CPU lists' margin above the floor", why);
+		return;
+	}
+	vlog("guard: deciding near the floor from %u zones' free-page counters: "
+	     "%lld pages, /proc/meminfo %llu", z.n, (long long)(z.kernel_free / page__size()),
+	     (unsigned long long)(z.meminfo_free / page__size()));
+}
+
 /* Keep the kernel side armed if the daemon is killed (guard/pin.h). */
 static void pin(struct guard *g)
 {
@@ -189,6 +212,7 @@ static int arm(struct guard *g)
 	err = guard__setup_scope(g);
 	if (err)
 		return err;
+	find_zones(g);
 	pin(g);
 	session__drop_caps(&g->session);
 	guard_kernel__set_thresholds(&g->session.probes, g->opt.pol.floor, g->opt.pol.low);

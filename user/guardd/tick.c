@@ -53,6 +53,7 @@ int guard__sample_metric(void *ctx, uint64_t *bytes)
 	g->sample.kernel_stops = g->kernel_stops;
 	g->pcp = pcp;
 	v = guard_policy__metric(&g->opt.pol, &g->sample);
+	guard_kernel__set_sample(&g->session.probes, v, m.free);
 	*bytes = v > pcp.refill ? v - pcp.refill : 0;
 	return 0;
 }
@@ -208,4 +209,15 @@ void guard__tick(void *ctx)
 		guard__write_report(g);
 		g->next_write_ms = t0 + REPORT_MS;
 	}
+}
+
+int guard__sample_free(void *ctx, uint64_t *bytes)
+{
+	struct guard *g = ctx;
+	struct meminfo m;
+	int err = meminfo__read_host(&m, &g->session.nodes);
+
+	if (!err)
+		*bytes = m.free;
+	return err;
 }
