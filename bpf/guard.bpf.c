@@ -23,13 +23,18 @@ __s64 guard_floor;
 __s64 guard_low;
 bool guard_armed;
 
-__u64 guard_zone_free[UMT_GUARD_MAX_ZONES];
-__u32 guard_n_zones;
-__s64 guard_free_seen;
-__u32 guard_n_nodes;
+const volatile bool meter_free_only = false;
+struct umt_meter_zone meter_zones[UMT_GUARD_MAX_ZONES];
+__u32 meter_n_zones;
+__u64 meter_nodes[UMT_GUARD_MAX_NODES];
+__u32 meter_n_nodes;
+
+__s64 guard_meter_seen;
+__u32 guard_n_possible;
 __u64 guard_device_nodes;
 bool guard_exact;
 __u64 guard_sample_pages;
+__u64 guard_sample_ns;
 
 __s64 guard_net;
 __s64 guard_reserved;
@@ -111,30 +116,44 @@ static __always_inline void *guard_memcg(void)
 	return NULL;
 }
 
-/* Note each zone of a host node that has pages; false when full. */
-static __always_inline bool guard_note_zones(void *pgdat)
+/* Note one zone's counters; false when there is no room for them. */
+static __always_inline bool meter_note_zone(__u64 at)
 {
-	__u64 zone_size = bpf_core_type_size(struct zone), nz, z;
-	__u64 at, free_at;
-	long managed;
-	__u32 n;
+	__u32 n = meter_n_zones;
 
+	if (n >= UMT_GUARD_MAX_ZONES)
+		return false;
+	meter_zones[n].free = at + bpf_core_field_offset(struct zone, vm_stat) +
+			      bpf_core_enum_value(enum zone_stat_item, NR_FREE_PAGES) *
+			      sizeof(long);
+	meter_zones[n].low = at + bpf_core_field_offset(struct zone, _watermark) +
+			     bpf_core_enum_value(enum zone_watermarks, WMARK_LOW) * sizeof(long);
+	meter_zones[n].boost = bpf_core_field_exists(struct zone, watermark_boost) ?
+			       at + bpf_core_field_offset(struct zone, watermark_boost) : 0;
+	meter_n_zones = n + 1;
+	return true;
+}
+
+/* Note a host node's counters and each of its zones that has pages. */
+static __always_inline bool meter_note_node(void *pgdat)
+{
+	__u64 zone_size = bpf_core_type_size(struct zone), nz, z, at;
+	__u32 n = meter_n_nodes;
+	long managed;
+
+	if (n >= UMT_GUARD_MAX_NODES)
+		return false;
+	meter_nodes[n] = (__u64)pgdat + bpf_core_field_offset(struct pglist_data, vm_stat);
+	meter_n_nodes = n + 1;
 	nz = bpf_core_enum_value(enum zone_type, __MAX_NR_ZONES);
-	free_at = bpf_core_field_offset(struct zone, vm_stat) +
-		  bpf_core_enum_value(enum zone_stat_item, NR_FREE_PAGES) * sizeof(long);
 	for (z = 0; z < 8; z++) {
 		if (z >= nz)
 			break;
 		at = (__u64)pgdat + bpf_core_field_offset(struct pglist_data, node_zones) +
 		     z * zone_size;
 		managed = BPF_CORE_READ((struct zone *)at, managed_pages.counter);
-		if (managed <= 0)
-			continue;
-		n = guard_n_zones;
-		if (n >= UMT_GUARD_MAX_ZONES)
+		if (managed > 0 && !meter_note_zone(at))
 			return false;
-		guard_zone_free[n] = at + free_at;
-		guard_n_zones = n + 1;
 	}
 	return true;
 }
@@ -145,14 +164,14 @@ int guard_find_zones(void *ctx)
 	void *memcg = guard_memcg(), *pn, *pgdat;
 	__u64 nodes_at;
 	__u32 nid;
-	__s64 free;
+	__s64 now;
 
-	guard_n_zones = 0;
+	meter_n_zones = meter_n_nodes = 0;
 	if (!memcg || !bpf_core_field_exists(struct lruvec, pgdat))
 		return 0;
 	nodes_at = (__u64)memcg + bpf_core_field_offset(struct mem_cgroup, nodeinfo);
 	for (nid = 0; nid < UMT_GUARD_MAX_NODES; nid++) {
-		if (nid >= guard_n_nodes)
+		if (nid >= guard_n_possible)
 			break;
 		if (guard_device_nodes & (1ULL << nid))
 			continue;
@@ -163,10 +182,10 @@ int guard_find_zones(void *ctx)
 		pgdat = BPF_CORE_READ((struct mem_cgroup_per_node *)pn, lruvec.pgdat);
 		if (!pgdat || BPF_CORE_READ((struct pglist_data *)pgdat, node_id) != (int)nid)
 			continue;
-		if (!guard_note_zones(pgdat))
+		if (!meter_note_node(pgdat))
 			break;
 	}
-	if (guard_free_now(&free))
-		guard_free_seen = free;
+	if (meter_now(&now))
+		guard_meter_seen = now;
 	return 0;
 }

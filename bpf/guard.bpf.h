@@ -24,10 +24,11 @@
  *
  * The anchor is the sample less what the per-CPU lists may still take
  * from MemFree (user space's margin), so this figure reaches the floor
- * early. Where it says there is no room left, the decision reads the
- * kernel's own free-page counters instead (guard_exact_room), when they
- * could be found: MemFree now, plus the metric's difference from MemFree
- * at the sample. So a stop lands at the floor, whatever the CPU count.
+ * early. Where it says there is no room left, or when no sample has come
+ * for a while, the decision reads the kernel's own counters instead
+ * (meter.bpf.h, guard_exact_room), when they could be found. So a stop
+ * lands at the floor whatever the CPU count, and a kernel side whose
+ * daemon died stays as exact.
  *
  * Admission. At a GPU allocation's entry its host cost (its size, for the
  * APIs user space says cost host memory on this platform) is reserved up
@@ -45,6 +46,7 @@
 #define UMTRACE_GUARD_BPF_H
 
 #include "shared.bpf.h"
+#include "meter.bpf.h"
 
 #define GUARD_SIGSTOP		19
 /* Pages a CPU may count before folding them into the shared counter. */
@@ -55,6 +57,8 @@
  * until each returns to user space, and a resumed process must be
  * stoppable again at once. */
 #define GUARD_RESEND_NS		(100 * 1000 * 1000ULL)
+/* The daemon samples at least every second (GUARD_MAX_INTERVAL_MS). */
+#define GUARD_STALE_NS		(3000 * 1000 * 1000ULL)
 
 /* Set by user space before load. */
 extern const volatile bool guard_on;
@@ -76,19 +80,18 @@ extern __s64 guard_low;		/* pages */
 extern bool guard_armed;		/* an anchor has been written */
 
 /*
- * The kernel's own free-page counters (guard_find_zones fills the first
- * three, user space checks them and sets guard_exact): the address of
- * each host zone's NR_FREE_PAGES; and the last sample, in pages, in one
- * word so that it is never read half old: the metric in the high 32 bits,
- * MemFree in the low (0: none).
+ * The kernel's own counters (meter.bpf.h), once user space has checked
+ * them against /proc/meminfo (guard_exact); the last sample, in pages, in
+ * one word so that it is never read half old: the metric in the high 32
+ * bits, meter_now() at the same moment in the low (0: none); and when it
+ * was taken (bpf_ktime_get_ns's clock).
  */
-extern __u64 guard_zone_free[UMT_GUARD_MAX_ZONES];
-extern __u32 guard_n_zones;
-extern __s64 guard_free_seen;		/* their sum when they were found */
-extern __u32 guard_n_nodes;		/* user space: the possible nodes */
+extern __s64 guard_meter_seen;		/* meter_now() when they were found */
+extern __u32 guard_n_possible;		/* user space: the possible nodes */
 extern __u64 guard_device_nodes;	/* user space: bit n, node n is no host RAM */
 extern bool guard_exact;
 extern __u64 guard_sample_pages;
+extern __u64 guard_sample_ns;
 
 /* Kept here, read by user space. */
 extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
@@ -166,50 +169,43 @@ static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
 }
 
 /*
- * MemFree now, host zones only: the sum of the counters /proc/meminfo
- * adds up. The per-CPU free lists are outside them, as they are outside
- * the metric, so unlike the anchored figure this one needs no margin for
- * the lists. Like /proc/meminfo it lags by the per-CPU deltas vmstat has
- * not folded yet. False if a counter could not be read.
- */
-static __always_inline bool guard_free_now(__s64 *free)
-{
-	__u32 i, n = READ_ONCE(guard_n_zones);
-	__s64 sum = 0, v;
-
-	for (i = 0; i < UMT_GUARD_MAX_ZONES; i++) {
-		if (i >= n)
-			break;
-		if (bpf_probe_read_kernel(&v, sizeof(v), (const void *)guard_zone_free[i]))
-			return false;
-		sum += v;
-	}
-	*free = sum;
-	return true;
-}
-
-/*
- * The headroom above threshold from the kernel's counters: read only
- * where the anchored figure says there is none, so a stop lands at the
- * floor and not the lists' margin above it. False: no such figure here.
- *
- * The metric is the sample less what MemFree has fallen since. A rise is
- * not counted: MemFree rises when page cache is dropped, which does not
- * raise MemAvailable, so the figure stays at or below the sample, as the
- * anchored one does.
+ * The headroom above threshold from the kernel's counters: the sample
+ * moved by what the counters moved since. Read where the anchored figure
+ * says there is no room left, so a stop lands at the floor and not the
+ * per-CPU lists' margin above it, and wherever the anchor is stale (the
+ * daemon is gone): the counters need no sample to stay current, only the
+ * metric's offset from them (the reserves), which hardly moves. False: no
+ * such figure here.
  */
 static __always_inline bool guard_exact_room(__s64 threshold, __s64 *room)
 {
 	__u64 sample = READ_ONCE(guard_sample_pages);
-	__s64 free, fall;
+	__s64 now;
 
-	if (!READ_ONCE(guard_exact) || !sample || !guard_free_now(&free))
+	if (!READ_ONCE(guard_exact) || !sample || !meter_now(&now))
 		return false;
-	fall = (__s64)(sample & 0xffffffff) - free;
-	if (fall < 0)
-		fall = 0;
-	*room = (__s64)(sample >> 32) - fall - READ_ONCE(guard_reserved) - threshold;
+	*room = (__s64)(sample >> 32) + now - (__s64)(sample & 0xffffffff) -
+		READ_ONCE(guard_reserved) - threshold;
 	return true;
+}
+
+/* No sample for GUARD_STALE_NS: the daemon is dead or stuck. */
+static __always_inline bool guard_stale(void)
+{
+	return bpf_ktime_get_ns() - READ_ONCE(guard_sample_ns) > GUARD_STALE_NS;
+}
+
+/*
+ * The headroom left: the anchored figure, or the counters' where that one
+ * has none left or is stale.
+ */
+static __always_inline __s64 guard_room(__s64 threshold)
+{
+	__s64 room = guard_headroom(0, threshold), exact;
+
+	if ((room < 0 || guard_stale()) && guard_exact_room(threshold, &exact))
+		return exact;
+	return room;
 }
 
 _Static_assert((GUARD_MAX_CPUS & (GUARD_MAX_CPUS - 1)) == 0,
@@ -240,7 +236,7 @@ static __always_inline __s64 guard_fold(__s64 d)
 	__sync_fetch_and_add(&guard_net, d);
 	if (!READ_ONCE(guard_armed))
 		return 1;
-	return guard_headroom(0, READ_ONCE(guard_floor));
+	return guard_room(READ_ONCE(guard_floor));
 }
 
 /* Fold this CPU's pages and set its next limit from what is left. */
@@ -438,10 +434,8 @@ static __always_inline __s64 guard_admit(__u64 ck, __u64 size)
 		return 0;
 	__sync_fetch_and_add(&guard_checks, 1);
 	__sync_fetch_and_add(&guard_reserved, cost);
-	room = guard_headroom(0, READ_ONCE(guard_floor));
+	room = guard_room(READ_ONCE(guard_floor));
 	if (room >= 0)
-		return cost;
-	if (guard_exact_room(READ_ONCE(guard_floor), &room) && room >= 0)
 		return cost;
 	/*
 	 * A caller stopped here gives its reservation back: its call runs, if
@@ -520,8 +514,6 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 		return;
 	if (!umt_gfp_from_task(gfp))
 		return;
-	if (guard_exact_room(READ_ONCE(guard_floor), &room) && room >= 0)
-		return;
 	guard_stop(UMT_GUARD_FLOOR, room, unreserved << page_shift, 0);
 }
 
@@ -571,7 +563,7 @@ static __always_inline void guard_reclaim(unsigned int gfp)
 		__sync_fetch_and_add(&p->reclaims, 1);
 	if (!guard_on || !READ_ONCE(guard_armed) || !umt_gfp_from_task(gfp))
 		return;
-	room = guard_headroom(0, READ_ONCE(guard_low));
+	room = guard_room(READ_ONCE(guard_low));
 	if (room >= 0)
 		return;
 	guard_stop(UMT_GUARD_RECLAIM, room, 0, 0);

@@ -305,6 +305,13 @@ struct umt_guard_cpu {
 /* Nodes the zone search looks at: node ids past it are not searched. */
 #define UMT_GUARD_MAX_NODES 64
 
+/* Kernel addresses of one zone's counters (bpf/meter.bpf.h); boost 0: none. */
+struct umt_meter_zone {
+	__u64 free;
+	__u64 low;
+	__u64 boost;
+};
+
 struct umt_guard_rec {
 	__u32 type;		/* UMT_REC_GUARD */
 	__u32 reason;		/* enum umt_guard_reason */

@@ -10,7 +10,10 @@ static const char meminfo_text[] =
 	"MemTotal:       24683656 kB\n"
 	"MemFree:        23639292 kB\n"
 	"MemAvailable:   24283520 kB\n"
-	"Buffers:           52004 kB\n";
+	"Buffers:           52004 kB\n"
+	"Active(file):     600000 kB\n"
+	"Inactive(file):   200000 kB\n"
+	"KReclaimable:      80000 kB\n";
 
 /* A GH200-like HBM node: memory, no CPU, a little page cache. */
 static const char hbm_node[] =
@@ -30,8 +33,15 @@ static void test_parse(void)
 	CHECK_EQ(m.total, 24683656 * KB, "total");
 	CHECK_EQ(m.free, 23639292 * KB, "free");
 	CHECK_EQ(m.available, 24283520 * KB, "available");
+	CHECK_EQ(m.file, 800000 * KB, "file");
+	CHECK_EQ(m.kreclaim, 80000 * KB, "kreclaim");
 	CHECK(meminfo__parse("MemTotal: 1 kB\nMemFree: 1 kB\n", &m) < 0, "no available",
 	      "accepted");
+	/* Fields older kernels lack are 0, not an error. */
+	CHECK_EQ(meminfo__parse("MemTotal: 1 kB\nMemFree: 1 kB\nMemAvailable: 1 kB\n", &m), 0,
+		 "minimal");
+	CHECK(m.file == 0 && m.kreclaim == 0, "minimal fields", "file %llu kreclaim %llu",
+	      (unsigned long long)m.file, (unsigned long long)m.kreclaim);
 	/* A name inside another name's line is not that field. */
 	CHECK(meminfo__parse("XMemTotal: 1 kB\nMemFree: 1 kB\nMemAvailable: 1 kB\n", &m) < 0,
 	      "prefix", "accepted");
@@ -47,6 +57,9 @@ static void test_subtract_node(void)
 	CHECK_EQ(m.free, (23639292 - 9000000) * KB, "host free");
 	/* free + file pages + reclaimable kernel memory: 9,450,000 kB */
 	CHECK_EQ(m.available, (24283520 - 9450000) * KB, "host available");
+	/* The LRU's file pages, not FilePages, as the kernel's formula counts. */
+	CHECK_EQ(m.file, (800000 - 300000) * KB, "host file");
+	CHECK_EQ(m.kreclaim, (80000 - 50000) * KB, "host kreclaim");
 }
 
 static void test_subtract_clamps(void)
@@ -75,6 +88,10 @@ static void test_subtract_bad(void)
 static const char zoneinfo_text[] =
 	"Node 0, zone   Normal\n"
 	"  pages free     1606698\n"
+	"        min      14327\n"
+	"        low      17908\n"
+	"        high     21489\n"
+	"        protection: (0, 0, 0, 0, 0)\n"
 	"  pagesets\n"
 	"    cpu: 0\n"
 	"              count: 10\n"
@@ -83,6 +100,7 @@ static const char zoneinfo_text[] =
 	"              count: 20\n"
 	"              high:  200\n"
 	"Node 1, zone  Movable\n"
+	"        low      500\n"
 	"  pagesets\n"
 	"    cpu: 0\n"
 	"              count: 1000\n"
@@ -113,6 +131,7 @@ static void test_pcp_skips_device_nodes(void)
 	 * list over its (just lowered) high mark takes nothing.
 	 */
 	CHECK_EQ(p.refill, (90 + 180 + 4000 + (63 << PCP_REFILL_SHIFT)) * 4096ULL, "refill");
+	CHECK_EQ(p.low, (17908 + 500) * 4096ULL, "low watermarks");
 	memset(&nodes, 0, sizeof(nodes));
 	nodes.device[0] = 1ULL << 1;
 	nodes.n_device = 1;
@@ -120,6 +139,7 @@ static void test_pcp_skips_device_nodes(void)
 	CHECK_EQ(p.count, 5040 * 4096ULL, "host count");
 	CHECK_EQ(p.high, 101300 * 4096ULL, "host high");
 	CHECK_EQ(p.refill, (270 + (63 << PCP_REFILL_SHIFT)) * 4096ULL, "host refill");
+	CHECK_EQ(p.low, 17908 * 4096ULL, "host low watermarks");
 }
 
 int main(void)

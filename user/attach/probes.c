@@ -132,6 +132,7 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 		return;
 	skel->rodata->guard_on = g->on;
 	skel->rodata->guard_dry_run = g->dry_run;
+	skel->rodata->meter_free_only = g->metric_free;
 	skel->rodata->guard_scope = g->scope;
 	skel->rodata->guard_self = (uint32_t)getpid();
 	skel->rodata->guard_nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;

@@ -21,6 +21,7 @@ struct bpf_link;
 struct guard_kcfg {
 	bool on;
 	bool dry_run;		/* decide and report, send nothing */
+	bool metric_free;	/* the metric is MemFree, not MemAvailable */
 	uint32_t scope;		/* enum umt_guard_scope */
 	uint64_t cost_apis;	/* bit n: API n's size costs host memory */
 	uint32_t n_protect;

@@ -59,6 +59,12 @@ void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low
 	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page__size()));
 }
 
+/* v less min(v / 2, low), as the kernel's si_mem_available() does. */
+static uint64_t half_above(uint64_t v, uint64_t low)
+{
+	return v - (v / 2 < low ? v / 2 : low);
+}
+
 /* The possible NUMA nodes, "0-3" read as 4; 1 when unknown. */
 static unsigned int possible_nodes(void)
 {
@@ -94,8 +100,15 @@ static bool close_enough(int64_t a, uint64_t b)
 	return d <= ZONES_SLACK_BYTES || d <= b / ZONES_SLACK_DIV;
 }
 
+uint64_t guard_kernel__meter(const struct meminfo *m, uint64_t low, bool free_only)
+{
+	if (free_only)
+		return m->free;
+	return m->free + half_above(m->file, low) + half_above(m->kreclaim, low);
+}
+
 int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
-			     int (*meminfo_free)(void *ctx, uint64_t *bytes), void *ctx,
+			     int (*meter)(void *ctx, uint64_t *bytes), void *ctx,
 			     struct guard_zones *z, char *why, size_t len)
 {
 	struct umtrace_bpf__bss *bss = p->skel->bss;
@@ -117,40 +130,43 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 			return -ERANGE;
 		}
 	}
-	bss->guard_n_nodes = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
+	bss->guard_n_possible = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
 	bss->guard_device_nodes = device_nodes[0];
 	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &run)) {
 		err = -errno;
 		errbuf__set(why, len, "cannot run the search: %s", strerror(-err));
 		return err;
 	}
-	z->n = READ_ONCE(bss->guard_n_zones);
-	z->kernel_free = READ_ONCE(bss->guard_free_seen) * (int64_t)page__size();
-	err = meminfo_free(ctx, &z->meminfo_free);
+	z->zones = READ_ONCE(bss->meter_n_zones);
+	z->nodes = READ_ONCE(bss->meter_n_nodes);
+	z->kernel = READ_ONCE(bss->guard_meter_seen) * (int64_t)page__size();
+	err = meter(ctx, &z->proc);
 	if (err) {
-		errbuf__set(why, len, "cannot read /proc/meminfo: %s", strerror(-err));
+		errbuf__set(why, len, "cannot read /proc/meminfo or /proc/zoneinfo: %s",
+			    strerror(-err));
 		return err;
 	}
-	if (!z->n) {
+	if (!z->zones) {
 		errbuf__set(why, len, "no host zone found from the memory cgroups");
 		return -ENOENT;
 	}
-	if (!close_enough(z->kernel_free, z->meminfo_free)) {
-		errbuf__set(why, len, "their sum is not MemFree");
+	if (!close_enough(z->kernel, z->proc)) {
+		errbuf__set(why, len, "they do not add up to /proc/meminfo's figures");
 		return -ERANGE;
 	}
 	WRITE_ONCE(bss->guard_exact, true);
 	return 0;
 }
 
-void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t free)
+void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter)
 {
-	uint64_t m = metric / page__size(), f = free / page__size();
+	uint64_t m = metric / page__size(), f = meter / page__size();
 
 	/* Past 16 TiB of 4 KiB pages: no figure (0), the anchored one decides. */
 	if (m > UINT32_MAX || f > UINT32_MAX)
 		m = f = 0;
 	WRITE_ONCE(p->skel->bss->guard_sample_pages, m << 32 | f);
+	WRITE_ONCE(p->skel->bss->guard_sample_ns, clock__mono_ns());
 }
 
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)

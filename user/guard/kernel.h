@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "attach/probes.h"
+#include "lib/meminfo.h"
 
 struct guard_kstats {
 	int64_t headroom;	/* bytes above the floor, as the kernel sees it now */
@@ -34,23 +35,31 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low);
 
 struct guard_zones {
-	unsigned int n;		/* host zones found */
-	int64_t kernel_free;	/* bytes, their free-page counters' sum */
-	uint64_t meminfo_free;	/* bytes, /proc/meminfo's (host) MemFree just after */
+	unsigned int zones, nodes;	/* host zones and nodes found */
+	int64_t kernel;		/* bytes, what their counters add up to (meter) */
+	uint64_t proc;		/* bytes, the same from /proc just after */
 };
 
 /*
- * Find the host zones' free-page counters (bpf/guard.bpf.c,
- * guard_find_zones) and check their sum against meminfo_free(), host
- * MemFree read just after. If it agrees, decisions near the floor read
- * them. 0, or -errno with the reason in why (the guard then decides from
- * the anchored figure alone). Needs the capabilities of the load.
+ * What the kernel side's meter (bpf/meter.bpf.h) reads from the kernel's
+ * counters, from /proc's figures instead: MemFree, or for MemAvailable
+ * that plus the page cache and reclaimable kernel memory above half of
+ * low, the zones' low watermarks. MemAvailable is this less the kernel's
+ * reserves.
+ */
+uint64_t guard_kernel__meter(const struct meminfo *m, uint64_t low, bool free_only);
+/*
+ * Find the host zones' and nodes' counters (bpf/guard.bpf.c,
+ * guard_find_zones) and check what they add up to against meter(), the
+ * same from /proc read just after. If it agrees, decisions near the floor
+ * read them. 0, or -errno with the reason in why (the guard then decides
+ * from the anchored figure alone). Needs the capabilities of the load.
  */
 int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
-			     int (*meminfo_free)(void *ctx, uint64_t *bytes), void *ctx,
+			     int (*meter)(void *ctx, uint64_t *bytes), void *ctx,
 			     struct guard_zones *z, char *why, size_t len);
-/* The metric and MemFree at this sample, for the counters' figure. */
-void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t free);
+/* The metric and the meter at this sample, for the counters' figure. */
+void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter);
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st);
 /* --scope pid: membership. 0 or -errno. */
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);

@@ -154,15 +154,15 @@ static void find_zones(struct guard *g)
 	int err;
 
 	err = guard_kernel__find_zones(&g->session.probes, g->session.nodes.device,
-				       guard__sample_free, g, &z, why, sizeof(why));
+				       guard__sample_meter, g, &z, why, sizeof(why));
 	if (err) {
-		wlog("guard: the kernel's free-page counters are not used (%s): stops may come "
+		wlog("guard: the kernel's memory counters are not used (%s): stops may come "
 		     "up to the per-CPU lists' margin above the floor", why);
 		return;
 	}
-	vlog("guard: deciding near the floor from %u zones' free-page counters: "
-	     "%lld pages, /proc/meminfo %llu", z.n, (long long)(z.kernel_free / page__size()),
-	     (unsigned long long)(z.meminfo_free / page__size()));
+	vlog("guard: deciding near the floor from the kernel's counters (zones %u, nodes %u): "
+	     "%lld pages, /proc %llu", z.zones, z.nodes, (long long)(z.kernel / page__size()),
+	     (unsigned long long)(z.proc / page__size()));
 }
 
 /* Keep the kernel side armed if the daemon is killed (guard/pin.h). */
@@ -189,6 +189,7 @@ static void kernel_cfg(struct guard *g, enum platform plat)
 {
 	g->kcfg.on = true;
 	g->kcfg.dry_run = g->opt.dry_run;
+	g->kcfg.metric_free = g->opt.pol.metric == GUARD_METRIC_FREE;
 	g->kcfg.cost_apis = platform__admission_apis(plat);
 	g->kcfg.scope = guard__scope_kind(g);
 	g->kcfg.n_protect = g->opt.n_protect;

@@ -123,8 +123,8 @@ void guard__write_report(struct guard *g);
 void guard__tick(void *ctx);
 /* The metric the kernel's headroom is anchored to (guard_kernel__anchor). */
 int guard__sample_metric(void *ctx, uint64_t *bytes);
-/* Host MemFree, to check the kernel's counters by (guard_kernel__find_zones). */
-int guard__sample_free(void *ctx, uint64_t *bytes);
+/* The meter from /proc, to check the kernel's counters by (guard_kernel__find_zones). */
+int guard__sample_meter(void *ctx, uint64_t *bytes);
 
 /* enforce.c: a stop made, carried out and told; a resume. */
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,

@@ -53,7 +53,8 @@ int guard__sample_metric(void *ctx, uint64_t *bytes)
 	g->sample.kernel_stops = g->kernel_stops;
 	g->pcp = pcp;
 	v = guard_policy__metric(&g->opt.pol, &g->sample);
-	guard_kernel__set_sample(&g->session.probes, v, m.free);
+	guard_kernel__set_sample(&g->session.probes, v,
+				 guard_kernel__meter(&m, pcp.low, g->opt.pol.metric == GUARD_METRIC_FREE));
 	*bytes = v > pcp.refill ? v - pcp.refill : 0;
 	return 0;
 }
@@ -211,13 +212,16 @@ void guard__tick(void *ctx)
 	}
 }
 
-int guard__sample_free(void *ctx, uint64_t *bytes)
+int guard__sample_meter(void *ctx, uint64_t *bytes)
 {
 	struct guard *g = ctx;
+	struct pcp_info pcp;
 	struct meminfo m;
 	int err = meminfo__read_host(&m, &g->session.nodes);
 
 	if (!err)
-		*bytes = m.free;
+		err = meminfo__read_pcp(&pcp, &g->session.nodes);
+	if (!err)
+		*bytes = guard_kernel__meter(&m, pcp.low, g->opt.pol.metric == GUARD_METRIC_FREE);
 	return err;
 }

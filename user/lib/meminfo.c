@@ -32,12 +32,22 @@ static int field_kb(const char *text, const char *name, uint64_t *bytes)
 	return -EINVAL;
 }
 
+/* A field some kernels or recordings lack: 0 then. */
+static uint64_t optional_kb(const char *text, const char *name)
+{
+	uint64_t v;
+
+	return field_kb(text, name, &v) ? 0 : v;
+}
+
 int meminfo__parse(const char *text, struct meminfo *m)
 {
 	if (field_kb(text, "MemTotal", &m->total) ||
 	    field_kb(text, "MemFree", &m->free) ||
 	    field_kb(text, "MemAvailable", &m->available))
 		return -EINVAL;
+	m->file = optional_kb(text, "Active(file)") + optional_kb(text, "Inactive(file)");
+	m->kreclaim = optional_kb(text, "KReclaimable");
 	return 0;
 }
 
@@ -78,7 +88,7 @@ static uint64_t less(uint64_t a, uint64_t b)
 /* "Node 1 MemFree:   12345 kB" lines. */
 int meminfo__subtract_node(struct meminfo *m, const char *text)
 {
-	uint64_t total = 0, free = 0, file = 0, kreclaim = 0;
+	uint64_t total = 0, free = 0, file = 0, kreclaim = 0, lru_file = 0;
 	unsigned long long kb;
 	const char *line;
 	unsigned int node, seen = 0;
@@ -95,12 +105,16 @@ int meminfo__subtract_node(struct meminfo *m, const char *text)
 			file = kb * 1024;
 		else if (!strcmp(name, "KReclaimable"))
 			kreclaim = kb * 1024;
+		else if (!strcmp(name, "Active(file)") || !strcmp(name, "Inactive(file)"))
+			lru_file += kb * 1024;
 	}
 	if (seen != 3)
 		return -EINVAL;
 	m->total = less(m->total, total);
 	m->free = less(m->free, free);
 	m->available = less(m->available, free + file + kreclaim);
+	m->file = less(m->file, lru_file);
+	m->kreclaim = less(m->kreclaim, kreclaim);
 	return 0;
 }
 
@@ -180,6 +194,8 @@ int meminfo__parse_pcp(const char *text, uint64_t page_size, const struct numa_n
 			set.high = v;
 		} else if (sscanf(line, "batch: %llu", &v) == 1) {
 			set.batch = v;
+		} else if (sscanf(line, "low %llu", &v) == 1) {
+			p->low += v * page_size;
 		}
 	}
 	pageset__add(&set, page_size, p);

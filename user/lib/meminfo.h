@@ -11,6 +11,8 @@ struct meminfo {
 	uint64_t total;		/* bytes */
 	uint64_t available;
 	uint64_t free;
+	uint64_t file;		/* Active(file) + Inactive(file): 0 if not listed */
+	uint64_t kreclaim;	/* KReclaimable: 0 if not listed */
 };
 
 /* 0 or -errno; a file missing a field gives -EINVAL. */
@@ -42,6 +44,7 @@ struct pcp_info {
 	uint64_t count;		/* bytes in the lists now */
 	uint64_t high;		/* bytes they refill up to (their high marks now) */
 	uint64_t refill;	/* bytes one refill of each list may take from MemFree */
+	uint64_t low;		/* bytes, the zones' low watermarks (boosts included) */
 };
 
 /*
