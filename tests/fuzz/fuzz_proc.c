@@ -104,17 +104,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size - 1] = '\0';
 	if (data[0] % FUZZ__COUNT == FUZZ_MEMINFO) {
 		if (!meminfo__parse(text, &m))
-			sink += m.total + m.free + m.available;
+			sink += m.total + m.free + m.available + m.file + m.kreclaim;
 		/* a node's meminfo has the same shape, with "Node N " in front */
-		m = (struct meminfo){ ~0ULL, ~0ULL, ~0ULL };
+		m = (struct meminfo){ ~0ULL, ~0ULL, ~0ULL, ~0ULL, ~0ULL };
 		if (!meminfo__subtract_node(&m, text))
-			sink += m.total + m.free + m.available;
+			sink += m.total + m.free + m.available + m.file + m.kreclaim;
 	} else {
 		/* and as a 64K-page arm64 host reads it */
 		if (!meminfo__parse_pcp(text, 4096, NULL, &pcp))
-			sink += pcp.count + pcp.high;
+			sink += pcp.count + pcp.high + pcp.low;
 		if (!meminfo__parse_pcp(text, 65536, NULL, &pcp))
-			sink += pcp.count + pcp.high;
+			sink += pcp.count + pcp.high + pcp.low;
 	}
 	free(text);
 	return 0;
