@@ -158,9 +158,10 @@ struct guard_cgroup_map {
 };
 extern struct guard_cgroup_map guard_cgroup SEC(".maps");
 
-static __always_inline __s64 guard_headroom(__s64 local, __s64 threshold)
+/* The anchored figure: the sample moved by the pages counted since. */
+static __always_inline __s64 guard_headroom(__s64 threshold)
 {
-	__s64 pages = READ_ONCE(guard_anchor) - READ_ONCE(guard_net) - local;
+	__s64 pages = READ_ONCE(guard_anchor) - READ_ONCE(guard_net);
 	__s64 ceiling = READ_ONCE(guard_ceiling);
 
 	if (pages > ceiling)
@@ -201,7 +202,7 @@ static __always_inline bool guard_stale(void)
  */
 static __always_inline __s64 guard_room(__s64 threshold)
 {
-	__s64 room = guard_headroom(0, threshold), exact;
+	__s64 room = guard_headroom(threshold), exact;
 
 	if ((room < 0 || guard_stale()) && guard_exact_room(threshold, &exact))
 		return exact;

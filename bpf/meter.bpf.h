@@ -59,13 +59,6 @@ static __always_inline bool meter_zones_now(struct meter_sum *s)
 	return true;
 }
 
-static __always_inline __s64 node_stat_at(__u64 base, __u32 item)
-{
-	__s64 v;
-
-	return meter_read(base + item * sizeof(long), &v) ? v : -1;
-}
-
 static __always_inline bool meter_nodes_now(struct meter_sum *s)
 {
 	__u32 act = bpf_core_enum_value(enum node_stat_item, NR_ACTIVE_FILE);
@@ -80,11 +73,10 @@ static __always_inline bool meter_nodes_now(struct meter_sum *s)
 		if (i >= n)
 			break;
 		base = meter_nodes[i];
-		a = node_stat_at(base, act);
-		b = node_stat_at(base, inact);
-		c = node_stat_at(base, slab);
-		d = node_stat_at(base, misc);
-		if (a < 0 || b < 0 || c < 0 || d < 0)
+		if (!meter_read(base + act * sizeof(long), &a) ||
+		    !meter_read(base + inact * sizeof(long), &b) ||
+		    !meter_read(base + slab * sizeof(long), &c) ||
+		    !meter_read(base + misc * sizeof(long), &d))
 			return false;
 		s->file += a + b;
 		s->reclaimable += c + d;
@@ -101,6 +93,18 @@ static __always_inline __s64 meter_half_above(__s64 v, __s64 low)
 }
 
 /*
+ * A sum can be briefly negative (per-CPU deltas not folded yet): 0 then,
+ * as the kernel's global_*_page_state() read it. The nodes' and zones'
+ * counters move with the global ones, so clamping the sums, once, is
+ * what the kernel does; clamping each counter would also cost the
+ * verifier a branch a counter in each loop.
+ */
+static __always_inline __s64 meter_count(__s64 v)
+{
+	return v < 0 ? 0 : v;
+}
+
+/*
  * The metric now, in pages, less totalreserve_pages for MemAvailable.
  * False if a counter could not be read.
  */
@@ -110,14 +114,15 @@ static __always_inline bool meter_now(__s64 *pages)
 
 	if (!meter_zones_now(&s))
 		return false;
+	s.free = meter_count(s.free);
 	if (meter_free_only) {
 		*pages = s.free;
 		return true;
 	}
 	if (!meter_nodes_now(&s))
 		return false;
-	*pages = s.free + meter_half_above(s.file, s.low) +
-		 meter_half_above(s.reclaimable, s.low);
+	*pages = s.free + meter_half_above(meter_count(s.file), s.low) +
+		 meter_half_above(meter_count(s.reclaimable), s.low);
 	return true;
 }
 

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -65,30 +64,6 @@ static uint64_t half_above(uint64_t v, uint64_t low)
 	return v - (v / 2 < low ? v / 2 : low);
 }
 
-/* The possible NUMA nodes, "0-3" read as 4; 1 when unknown. */
-static unsigned int possible_nodes(void)
-{
-	unsigned int a, b;
-	char buf[256];
-	char *last;
-	FILE *f = fopen("/sys/devices/system/node/possible", "re");
-
-	if (!f)
-		return 1;
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		return 1;
-	}
-	fclose(f);
-	last = strrchr(buf, ',');
-	last = last ? last + 1 : buf;
-	if (sscanf(last, "%u-%u", &a, &b) == 2)
-		return b + 1;
-	if (sscanf(last, "%u", &a) == 1)
-		return a + 1;
-	return 1;
-}
-
 /*
  * The two reads are a moment apart: a host busy allocating moves MemFree
  * meanwhile. Counters from the wrong zones miss a node or a zone, gigabytes.
@@ -114,7 +89,7 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 	struct umtrace_bpf__bss *bss = p->skel->bss;
 	LIBBPF_OPTS(bpf_test_run_opts, run);
 	struct bpf_program *prog = p->skel->progs.guard_find_zones;
-	unsigned int i, nodes = possible_nodes();
+	unsigned int i, nodes = numa__possible();
 	int err;
 
 	memset(z, 0, sizeof(*z));

@@ -34,18 +34,38 @@
  * Linux 6.7 a free burst tunes the high marks up to high_max, 1.3 GiB a
  * CPU on a 24 GiB host, and the guard stopped jobs gigabytes early.
  */
-int guard__sample_metric(void *ctx, uint64_t *bytes)
+/*
+ * /proc's figures now, host RAM only. Without /proc/zoneinfo the lists'
+ * and the watermarks' figures are 0: no margin, and a meter that will not
+ * match the kernel's (guard_kernel__find_zones then says so).
+ */
+static int read_host(struct guard *g, struct meminfo *m, struct pcp_info *pcp)
 {
-	struct guard *g = ctx;
-	struct pcp_info pcp = {};
-	struct meminfo m;
-	uint64_t v;
-	int err = meminfo__read_host(&m, &g->session.nodes);
+	int err = meminfo__read_host(m, &g->session.nodes);
 
 	if (err)
 		return err;
-	if (meminfo__read_pcp(&pcp, &g->session.nodes))
-		memset(&pcp, 0, sizeof(pcp));
+	if (meminfo__read_pcp(pcp, &g->session.nodes))
+		memset(pcp, 0, sizeof(*pcp));
+	return 0;
+}
+
+static uint64_t meter_of(const struct guard *g, const struct meminfo *m,
+			 const struct pcp_info *pcp)
+{
+	return guard_kernel__meter(m, pcp->low, g->opt.pol.metric == GUARD_METRIC_FREE);
+}
+
+int guard__sample_metric(void *ctx, uint64_t *bytes)
+{
+	struct guard *g = ctx;
+	struct pcp_info pcp;
+	struct meminfo m;
+	uint64_t v;
+	int err = read_host(g, &m, &pcp);
+
+	if (err)
+		return err;
 	g->sample.t_ms = clock__mono_ms();
 	g->sample.available = m.available;
 	g->sample.free = m.free;
@@ -53,8 +73,7 @@ int guard__sample_metric(void *ctx, uint64_t *bytes)
 	g->sample.kernel_stops = g->kernel_stops;
 	g->pcp = pcp;
 	v = guard_policy__metric(&g->opt.pol, &g->sample);
-	guard_kernel__set_sample(&g->session.probes, v,
-				 guard_kernel__meter(&m, pcp.low, g->opt.pol.metric == GUARD_METRIC_FREE));
+	guard_kernel__set_sample(&g->session.probes, v, meter_of(g, &m, &pcp));
 	*bytes = v > pcp.refill ? v - pcp.refill : 0;
 	return 0;
 }
@@ -217,11 +236,9 @@ int guard__sample_meter(void *ctx, uint64_t *bytes)
 	struct guard *g = ctx;
 	struct pcp_info pcp;
 	struct meminfo m;
-	int err = meminfo__read_host(&m, &g->session.nodes);
+	int err = read_host(g, &m, &pcp);
 
 	if (!err)
-		err = meminfo__read_pcp(&pcp, &g->session.nodes);
-	if (!err)
-		*bytes = guard_kernel__meter(&m, pcp.low, g->opt.pol.metric == GUARD_METRIC_FREE);
+		*bytes = meter_of(g, &m, &pcp);
 	return err;
 }

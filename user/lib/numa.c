@@ -132,6 +132,23 @@ static bool read_line(const char *path, char *buf, size_t len)
 	return ok;
 }
 
+unsigned int numa__possible(void)
+{
+	uint64_t bits[UMT_MAX_NODES / 64];
+	char line[4096], why[64];
+	unsigned int n;
+
+	if (!read_line(NODE_DIR "/possible", line, sizeof(line)))
+		return 1;
+	line[strcspn(line, "\n")] = '\0';
+	if (numa__parse_list(line, bits, why, sizeof(why)))
+		return 1;
+	for (n = UMT_MAX_NODES; n > 1; n--)
+		if (numa__has(bits, n - 1))
+			break;
+	return n;
+}
+
 /* Nodes with memory and no CPU, while NVIDIA's driver is loaded. */
 static void auto_nodes(uint64_t *bits)
 {

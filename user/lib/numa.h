@@ -44,6 +44,9 @@ unsigned int numa__flags_shift(const char *config);
  */
 int numa__device_nodes(const char *spec, struct numa_nodes *out, char *why, size_t len);
 
+/* Node ids the kernel may use: the highest possible one + 1; 1 if unknown. */
+unsigned int numa__possible(void);
+
 /* The device nodes as a list, "1,3-4". */
 const char *numa__format(const struct numa_nodes *n, char *buf, size_t len);
 
