@@ -21,6 +21,7 @@ __s64 guard_anchor;
 __s64 guard_ceiling;
 __s64 guard_floor;
 __s64 guard_low;
+__s64 guard_near;
 bool guard_armed;
 
 const volatile bool meter_free_only = false;

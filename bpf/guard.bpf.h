@@ -77,6 +77,7 @@ extern __s64 guard_anchor;		/* metric pages at the sample + net then */
 extern __s64 guard_ceiling;		/* metric pages at the sample */
 extern __s64 guard_floor;		/* pages */
 extern __s64 guard_low;		/* pages */
+extern __s64 guard_near;		/* pages: under this much room, the counters decide */
 extern bool guard_armed;		/* an anchor has been written */
 
 /*
@@ -172,11 +173,12 @@ static __always_inline __s64 guard_headroom(__s64 threshold)
 /*
  * The headroom above threshold from the kernel's counters: the sample
  * moved by what the counters moved since. Read where the anchored figure
- * says there is no room left, so a stop lands at the floor and not the
- * per-CPU lists' margin above it, and wherever the anchor is stale (the
- * daemon is gone): the counters need no sample to stay current, only the
- * metric's offset from them (the reserves), which hardly moves. False: no
- * such figure here.
+ * says there is little room left (guard_near), so a stop lands at the
+ * floor and not the per-CPU lists' margin above it, nor late by pages
+ * that left MemFree without a page event (a VM's free page reporting);
+ * and wherever the anchor is stale (the daemon is gone): the counters
+ * need no sample to stay current, only the metric's offset from them (the
+ * reserves), which hardly moves. False: no such figure here.
  */
 static __always_inline bool guard_exact_room(__s64 threshold, __s64 *room)
 {
@@ -198,13 +200,14 @@ static __always_inline bool guard_stale(void)
 
 /*
  * The headroom left: the anchored figure, or the counters' where that one
- * has none left or is stale.
+ * is near the threshold or stale.
  */
 static __always_inline __s64 guard_room(__s64 threshold)
 {
 	__s64 room = guard_headroom(threshold), exact;
 
-	if ((room < 0 || guard_stale()) && guard_exact_room(threshold, &exact))
+	if ((room < READ_ONCE(guard_near) || guard_stale()) &&
+	    guard_exact_room(threshold, &exact))
 		return exact;
 	return room;
 }

@@ -222,6 +222,7 @@ static int arm(struct guard *g)
 		elog("cannot read /proc/meminfo: %s", strerror(-err));
 		return err;
 	}
+	guard_kernel__set_near(&g->session.probes, g->sample.total);
 	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
 	g->started = time(NULL);
 	/* Status must find it by the time anyone is told it is armed. */
