@@ -375,10 +375,28 @@ static __always_inline bool guard_claim(__u32 tgid, __u64 now)
 	return true;
 }
 
+/* include/linux/sched/jobctl.h: a #define, not in BTF; bit 17 since 3.1. */
+#define GUARD_JOBCTL_STOP_PENDING	(1UL << 17)
+
+/*
+ * A stop is on its way to the current task: SIGSTOP waits in its
+ * process's queue, or a thread took it and the group stop waits for this
+ * one. A thread still allocating then is one that has not reached user
+ * space yet (inside a long driver call), not a process resumed since.
+ */
+static __always_inline bool guard_stop_pending(struct task_struct *task)
+{
+	if (task->jobctl & GUARD_JOBCTL_STOP_PENDING)
+		return true;
+	return task->signal->shared_pending.signal.sig[0] & (1UL << (GUARD_SIGSTOP - 1));
+}
+
 /*
  * Stop the current process (the whole thread group: SIGSTOP is a
  * process-wide signal) and tell user space why. Returns whether a stop
- * was decided.
+ * was decided or is on its way. A stop sent is always a new one: a
+ * process the guard stopped that allocates again was resumed, however
+ * soon, and user space learns it from this record.
  */
 static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u32 api)
 {
@@ -392,6 +410,8 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), task->group_leader->comm);
 	if (guard_protected(task, tgid, name.comm) || !guard_in_scope(tgid, &name))
 		return false;
+	if (!guard_dry_run && guard_stop_pending(task))
+		return true;
 	if (!guard_claim(tgid, now))
 		return false;
 	if (!guard_dry_run)

@@ -263,6 +263,47 @@ def test_guard_gpu_hog_stopped_before_floor(env):
         assert p.returncode == 0, p.stdout + p.stderr
 
 
+def test_guard_stop_right_after_a_resume(env):
+    """A job resumed by an operator while the host is still past the floor
+    is stopped again at its next page, long before the guard's next sample
+    could see it run: that is a stop of its own, with its log line and
+    bundle, and the resume is logged."""
+    floor = meminfo() - 256 * MIB
+    g = Guard(env, floor, extra=["--scope", "comm:^pagehog$",
+                                 "--postmortem-dir", env.tmpfile("pm2")])
+    shutil.rmtree(env.tmpfile("pm2"), ignore_errors=True)
+    hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t", to_cross(floor, MIB),
+                     "-w", "5000"])
+    try:
+        assert wait_state(hog.pid, "T", 30), f"pagehog not stopped (state {state_of(hog.pid)})"
+        # Past the floor for sure (out of scope), so that its first page
+        # after the resume is refused, not one some MiB later.
+        extra = ballast(env, 64 * MIB)
+        # The kernel sends one stop a process per 100 ms (GUARD_RESEND_NS).
+        time.sleep(0.2)
+        r = g.umtrace("resume", str(hog.pid))
+        assert r.returncode == 0, r.stderr
+        deadline = time.monotonic() + 30
+        while True:
+            st = json.loads(g.umtrace("status", "--json").stdout)
+            if st["kernel_stops"] >= 2:
+                break
+            assert time.monotonic() < deadline, f"not stopped again after the resume: {st}"
+            time.sleep(0.05)
+        assert wait_state(hog.pid, "T", 30), "the hog runs on after its second stop"
+    finally:
+        hog.kill()
+        hog.wait(timeout=30)
+    extra.kill()
+    extra.wait(timeout=30)
+    err = g.stop()
+    assert err.count("guard: stop pid=%d " % hog.pid) == 2, err
+    assert "guard: resumed pid=%d " % hog.pid in err, err
+    bundles = sorted(os.listdir(env.tmpfile("pm2")))
+    shutil.rmtree(env.tmpfile("pm2"))
+    assert len(bundles) == 2, (bundles, err)
+
+
 def test_guard_reads_the_kernels_counters(env):
     """The guard finds every host zone's and node's memory counters (from
     the root memory cgroup: no kernel data symbol needed) and they add up

@@ -94,6 +94,13 @@ static void on_guard(void *ctx, const struct umt_guard_rec *r)
 		return;
 	}
 	memcpy(p->comm, r->pcomm, sizeof(p->comm));
+	/*
+	 * The kernel sends no stop to a process one is on its way to: one
+	 * still marked stopped was resumed since, sooner than a sample could
+	 * notice. This is a stop of its own, with its bundle and hook.
+	 */
+	if (p->stopped && !p->dry)
+		guard__resumed_unseen(g, p);
 	/* The kernel could not send it (irq_work busy...): send it now. */
 	if (r->sig_ret && !r->dry_run) {
 		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGSTOP);

@@ -134,3 +134,10 @@ void guard__resume(struct guard *g, struct guard_proc *p, const char *why)
 	p->stopped = p->froze = p->dry = false;
 	g->resumes++;
 }
+
+void guard__resumed_unseen(struct guard *g, struct guard_proc *p)
+{
+	slog("guard: resumed pid=%u comm=\"%s\" by=operator", p->pid, p->comm);
+	p->stopped = p->froze = false;
+	g->resumes++;
+}

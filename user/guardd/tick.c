@@ -155,15 +155,13 @@ static void reconcile(struct guard *g)
 		if (!p->stopped || p->dry)
 			continue;
 		st = proc__state((pid_t)p->pid);
-		if (!st) {
+		if (!st || st == 'Z' || st == 'X') {
 			guard__proc_drop(g, p);
 			continue;
 		}
 		if (st == 'T' || (p->froze && cgroup__frozen(p->cgroup)))
 			continue;
-		slog("guard: resumed pid=%u comm=\"%s\" by=operator", p->pid, p->comm);
-		p->stopped = p->froze = false;
-		g->resumes++;
+		guard__resumed_unseen(g, p);
 	}
 	free(all);
 }
