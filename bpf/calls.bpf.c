@@ -269,8 +269,17 @@ static __always_inline void capture_stack(struct window *w, struct pt_regs *ctx)
 	w->stack_len = n;
 	if (n >= 2 * sizeof(w->stack[0]) && w->stack[1] == ra)
 		return;
-	for (i = UMT_STACK_MAX - 1; i > 1; i--)
-		w->stack[i] = w->stack[i - 1];
+	/*
+	 * One slot at a time: as a memmove clang loads every slot into a
+	 * stack temporary first, 500 of the program's 512 bytes of stack.
+	 */
+#pragma clang loop unroll(disable)
+	for (i = UMT_STACK_MAX - 1; i > 1; i--) {
+		__u64 v = w->stack[i - 1];
+
+		barrier_var(v);
+		w->stack[i] = v;
+	}
 	w->stack[1] = ra;
 	if (n < sizeof(w->stack))
 		w->stack_len = n + sizeof(w->stack[0]);
