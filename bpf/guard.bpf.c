@@ -21,7 +21,6 @@ __s64 guard_anchor;
 __s64 guard_ceiling;
 __s64 guard_floor;
 __s64 guard_low;
-__s64 guard_near;
 bool guard_armed;
 
 const volatile bool meter_free_only = false;
@@ -35,7 +34,6 @@ __u32 guard_n_possible;
 __u64 guard_device_nodes;
 bool guard_exact;
 __u64 guard_sample_pages;
-__u64 guard_sample_ns;
 
 __s64 guard_net;
 __s64 guard_reserved;

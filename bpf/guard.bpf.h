@@ -4,31 +4,34 @@
  * process whose allocation would take the host below the floor, in the
  * allocating task itself, before it gets another page.
  *
- * Headroom. User space samples MemAvailable (or MemFree) and writes it
- * here as an anchor, in pages, together with the net page count it read at
- * the same moment. Every page allocated or freed since moves a net
- * counter, so
+ * Headroom. Where the kernel's own free-page counters could be found
+ * (meter.bpf.h), every decision reads them: the metric as user space last
+ * sampled it, moved by what the counters moved since (guard_exact_room).
+ * Only the metric's offset from the counters (the kernel's reserves,
+ * which hardly move) comes from the sample, so the figure is current to
+ * the kernel's own vmstat lag whatever the CPU count, and a kernel side
+ * whose daemon died is as exact as a live one.
+ *
+ * Where they could not be found, the figure is anchored: user space
+ * writes the sample as an anchor, in pages, with the net page count it
+ * read at the same moment, and every page allocated or freed since moves
+ * a net counter, so
  *
  *	headroom = min(anchor + net_at_anchor - net_now, ceiling)
  *		   - reserved - floor
  *
- * is current to the page. The ceiling is the sample itself: pages freed
- * since mostly sit on the per-CPU free lists, out of MemFree and so out
- * of the metric, until the lists drain; counting them would let another
- * CPU take the metric below the floor before the next sample says so.
- * Taking and freeing the same pages still nets to nothing. The net
- * counter is per CPU and folded into the shared one when a CPU has spent
- * its share of the headroom (at most GUARD_BATCH pages); near the floor
- * the share is 0 and every page folds, and far from it a page costs no
- * shared cache line.
+ * The ceiling is the sample itself: pages freed since mostly sit on the
+ * per-CPU free lists, out of MemFree and so out of the metric, until the
+ * lists drain. The anchor is the sample less what the lists may still
+ * take from MemFree (user space's margin), so this figure reaches the
+ * floor early. It is blind to what leaves MemFree with no page handed out
+ * (lists refilled, a VM's free page reporting), and to freed pages that
+ * stay on another CPU's list, so it is right only a sample after.
  *
- * The anchor is the sample less what the per-CPU lists may still take
- * from MemFree (user space's margin), so this figure reaches the floor
- * early. Where it says there is no room left, or when no sample has come
- * for a while, the decision reads the kernel's own counters instead
- * (meter.bpf.h, guard_exact_room), when they could be found. So a stop
- * lands at the floor whatever the CPU count, and a kernel side whose
- * daemon died stays as exact.
+ * Either way the decision is made when a CPU has counted its share of the
+ * headroom (at most GUARD_BATCH pages, folded into the shared net count):
+ * near the floor the share is 0 and every page decides, and far from it
+ * a page costs no shared cache line.
  *
  * Admission. At a GPU allocation's entry its host cost (its size, for the
  * APIs user space says cost host memory on this platform) is reserved up
@@ -57,8 +60,6 @@
  * until each returns to user space, and a resumed process must be
  * stoppable again at once. */
 #define GUARD_RESEND_NS		(100 * 1000 * 1000ULL)
-/* The daemon samples at least every second (GUARD_MAX_INTERVAL_MS). */
-#define GUARD_STALE_NS		(3000 * 1000 * 1000ULL)
 
 /* Set by user space before load. */
 extern const volatile bool guard_on;
@@ -77,22 +78,19 @@ extern __s64 guard_anchor;		/* metric pages at the sample + net then */
 extern __s64 guard_ceiling;		/* metric pages at the sample */
 extern __s64 guard_floor;		/* pages */
 extern __s64 guard_low;		/* pages */
-extern __s64 guard_near;		/* pages: under this much room, the counters decide */
 extern bool guard_armed;		/* an anchor has been written */
 
 /*
  * The kernel's own counters (meter.bpf.h), once user space has checked
  * them against /proc/meminfo (guard_exact); the last sample, in pages, in
  * one word so that it is never read half old: the metric in the high 32
- * bits, meter_now() at the same moment in the low (0: none); and when it
- * was taken (bpf_ktime_get_ns's clock).
+ * bits, meter_now() at the same moment in the low (0: none).
  */
 extern __s64 guard_meter_seen;		/* meter_now() when they were found */
 extern __u32 guard_n_possible;		/* user space: the possible nodes */
 extern __u64 guard_device_nodes;	/* user space: bit n, node n is no host RAM */
 extern bool guard_exact;
 extern __u64 guard_sample_pages;
-extern __u64 guard_sample_ns;
 
 /* Kept here, read by user space. */
 extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
@@ -172,13 +170,9 @@ static __always_inline __s64 guard_headroom(__s64 threshold)
 
 /*
  * The headroom above threshold from the kernel's counters: the sample
- * moved by what the counters moved since. Read where the anchored figure
- * says there is little room left (guard_near), so a stop lands at the
- * floor and not the per-CPU lists' margin above it, nor late by pages
- * that left MemFree without a page event (a VM's free page reporting);
- * and wherever the anchor is stale (the daemon is gone): the counters
- * need no sample to stay current, only the metric's offset from them (the
- * reserves), which hardly moves. False: no such figure here.
+ * moved by what the counters moved since. They need no sample to stay
+ * current, only the metric's offset from them (the reserves), which
+ * hardly moves. False: no such figure here.
  */
 static __always_inline bool guard_exact_room(__s64 threshold, __s64 *room)
 {
@@ -192,24 +186,14 @@ static __always_inline bool guard_exact_room(__s64 threshold, __s64 *room)
 	return true;
 }
 
-/* No sample for GUARD_STALE_NS: the daemon is dead or stuck. */
-static __always_inline bool guard_stale(void)
-{
-	return bpf_ktime_get_ns() - READ_ONCE(guard_sample_ns) > GUARD_STALE_NS;
-}
-
-/*
- * The headroom left: the anchored figure, or the counters' where that one
- * is near the threshold or stale.
- */
+/* The headroom left: the counters', or the anchored figure without them. */
 static __always_inline __s64 guard_room(__s64 threshold)
 {
-	__s64 room = guard_headroom(threshold), exact;
+	__s64 exact;
 
-	if ((room < READ_ONCE(guard_near) || guard_stale()) &&
-	    guard_exact_room(threshold, &exact))
+	if (guard_exact_room(threshold, &exact))
 		return exact;
-	return room;
+	return guard_headroom(threshold);
 }
 
 _Static_assert((GUARD_MAX_CPUS & (GUARD_MAX_CPUS - 1)) == 0,

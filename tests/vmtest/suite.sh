@@ -335,9 +335,9 @@ guard_stop_resume() {
 	wait_until $LONG armed_or_ended $GUARD_PID
 	grep -q 'guard: armed' $W/g.err || { echo "guard did not arm: $(tail -n 3 $W/g.err)"; return 1; }
 	# Near the floor it decides from the kernel's own free-page counters.
-	grep -qE "guard: deciding near the floor from the kernel's counters \(zones [1-9]" $W/g.err ||
+	grep -qE "guard: deciding from the kernel's counters \(zones [1-9]" $W/g.err ||
 		{ echo "no memory counters: $(grep 'guard:' $W/g.err | head -n 2)"; return 1; }
-	grep -o 'guard: deciding near the floor.*' $W/g.err >$W/zones.txt
+	grep -o 'guard: deciding from the kernel.*' $W/g.err >$W/zones.txt
 	pagehog -c 4 -t 768 -w 600000 -o $W/ballast >/dev/null 2>&1 &
 	BALLAST_PID=$!
 	wait_until 120 grep -qsx 768 $W/ballast || { echo "ballast not in place"; return 1; }

@@ -58,16 +58,6 @@ void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low
 	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page__size()));
 }
 
-uint64_t guard_kernel__near(uint64_t total)
-{
-	return total / GUARD_NEAR_DIV > GUARD_NEAR_MIN ? total / GUARD_NEAR_DIV : GUARD_NEAR_MIN;
-}
-
-void guard_kernel__set_near(struct probes *p, uint64_t total)
-{
-	WRITE_ONCE(p->skel->bss->guard_near, (int64_t)(guard_kernel__near(total) / page__size()));
-}
-
 /* v less min(v / 2, low), as the kernel's si_mem_available() does. */
 static uint64_t half_above(uint64_t v, uint64_t low)
 {
@@ -151,7 +141,6 @@ void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter)
 	if (m > UINT32_MAX || f > UINT32_MAX)
 		m = f = 0;
 	WRITE_ONCE(p->skel->bss->guard_sample_pages, m << 32 | f);
-	WRITE_ONCE(p->skel->bss->guard_sample_ns, clock__mono_ns());
 }
 
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)

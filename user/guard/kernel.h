@@ -34,23 +34,6 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 			 void *ctx, int64_t *error);
 void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low);
 
-/*
- * How close to a threshold the kernel side stops trusting its anchored
- * figure and reads the kernel's counters (once they are found): 1/64 of
- * host RAM, 256 MiB at least. The anchored figure misses what leaves
- * MemFree with no page handed out: per-CPU lists refilling past the one
- * batch the anchor allows for, and a VM's free page reporting, which
- * holds up to 64 MiB a zone out of MemFree while the host takes note.
- * Reading the counters costs a few hundred ns a fold, and a fold comes
- * every 64 pages a CPU at most until the room is that small: the band
- * can be generous.
- */
-#define GUARD_NEAR_MIN (256ULL << 20)
-#define GUARD_NEAR_DIV 64
-uint64_t guard_kernel__near(uint64_t total);
-/* Set it for a host of total bytes of RAM. */
-void guard_kernel__set_near(struct probes *p, uint64_t total);
-
 struct guard_zones {
 	unsigned int zones, nodes;	/* host zones and nodes found */
 	int64_t kernel;		/* bytes, what their counters add up to (meter) */
@@ -68,8 +51,8 @@ uint64_t guard_kernel__meter(const struct meminfo *m, uint64_t low, bool free_on
 /*
  * Find the host zones' and nodes' counters (bpf/guard.bpf.c,
  * guard_find_zones) and check what they add up to against meter(), the
- * same from /proc read just after. If it agrees, decisions near the floor
- * read them. 0, or -errno with the reason in why (the guard then decides
+ * same from /proc read just after. If it agrees, every decision reads
+ * them. 0, or -errno with the reason in why (the guard then decides
  * from the anchored figure alone). Needs the capabilities of the load.
  */
 int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,

@@ -150,9 +150,9 @@ static void log_start(struct guard *g, const char *plat, const char *why)
 }
 
 /*
- * Decide at the floor itself from the kernel's free-page counters. Where
- * they cannot be found the guard still works, stopping up to the per-CPU
- * lists' margin early: say so once.
+ * Decide from the kernel's free-page counters. Where they cannot be found
+ * the guard still works, from its anchored figure, which stops up to the
+ * per-CPU lists' margin early: say so once.
  */
 static void find_zones(struct guard *g)
 {
@@ -167,7 +167,7 @@ static void find_zones(struct guard *g)
 		     "up to the per-CPU lists' margin above the floor", why);
 		return;
 	}
-	vlog("guard: deciding near the floor from the kernel's counters (zones %u, nodes %u): "
+	vlog("guard: deciding from the kernel's counters (zones %u, nodes %u): "
 	     "%lld pages, /proc %llu", z.zones, z.nodes, (long long)(z.kernel / page__size()),
 	     (unsigned long long)(z.proc / page__size()));
 }
@@ -229,7 +229,6 @@ static int arm(struct guard *g)
 		elog("cannot read /proc/meminfo: %s", strerror(-err));
 		return err;
 	}
-	guard_kernel__set_near(&g->session.probes, g->sample.total);
 	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
 	g->started = time(NULL);
 	/* Status must find it by the time anyone is told it is armed. */
@@ -352,7 +351,7 @@ int guard__run(struct guard_opts *o)
 	}
 	go_async(g);
 	err = session__run(&g->session);
-	elog("guard: exiting; %llu kernel stops, %llu policy stops; kernel headroom vs "
+	elog("guard: exiting; %llu kernel stops, %llu policy stops; anchored headroom vs "
 	     "/proc/meminfo over %llu samples: mean error %llu KiB, max %llu KiB, "
 	     "max above the sample %llu KiB",
 	     (unsigned long long)g->kernel_stops, (unsigned long long)g->policy_stops,
