@@ -143,15 +143,29 @@ void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter)
 	WRITE_ONCE(p->skel->bss->guard_sample_pages, m << 32 | f);
 }
 
+/*
+ * The metric in pages as the kernel side decides by it: where it reads the
+ * counters, the last sample (the counters' figure then); else its
+ * anchored figure now.
+ */
+static int64_t kernel_metric(const struct umtrace_bpf__bss *bss)
+{
+	uint64_t sample = READ_ONCE(bss->guard_sample_pages);
+
+	if (READ_ONCE(bss->guard_exact) && sample)
+		return (int64_t)(sample >> 32);
+	return min64(READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net),
+		     READ_ONCE(bss->guard_ceiling));
+}
+
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
 {
 	const struct umtrace_bpf__bss *bss = p->skel->bss;
 	int64_t ps = (int64_t)page__size();
 
 	st->reserved = READ_ONCE(bss->guard_reserved) * ps;
-	st->headroom = (min64(READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net),
-			      READ_ONCE(bss->guard_ceiling)) -
-			READ_ONCE(bss->guard_reserved) - READ_ONCE(bss->guard_floor)) * ps;
+	st->headroom = (kernel_metric(bss) - READ_ONCE(bss->guard_reserved) -
+			READ_ONCE(bss->guard_floor)) * ps;
 	st->checks = READ_ONCE(bss->guard_checks);
 	st->stops = READ_ONCE(bss->guard_stops);
 	st->send_failed = READ_ONCE(bss->guard_send_failed);

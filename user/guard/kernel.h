@@ -13,7 +13,7 @@
 #include "lib/meminfo.h"
 
 struct guard_kstats {
-	int64_t headroom;	/* bytes above the floor, as the kernel sees it now */
+	int64_t headroom;	/* bytes above the floor, as the kernel side decides by it */
 	int64_t reserved;	/* bytes reserved by admitted calls in flight */
 	uint64_t checks;	/* admission decisions */
 	uint64_t stops;		/* kernel stops (dry runs included) */
