@@ -56,9 +56,13 @@
 #define GUARD_BATCH		64
 /* An admitted call's slack: 1/GUARD_SLACK_DIV of its size, + GUARD_BATCH. */
 #define GUARD_SLACK_DIV		32
-/* One stop a process per this long: its other threads keep allocating
- * until each returns to user space, and a resumed process must be
- * stoppable again at once. */
+/*
+ * One stop a process per this long. A stop already on its way sends none
+ * (guard_stop_pending); this covers the rest: a dry run sends nothing, so
+ * nothing is pending, and a signal sent with interrupts off is queued a
+ * moment later, so each page until then would send another record, each
+ * taken by user space for a stop of its own.
+ */
 #define GUARD_RESEND_NS		(100 * 1000 * 1000ULL)
 
 /* Set by user space before load. */

@@ -100,7 +100,7 @@ static void on_guard(void *ctx, const struct umt_guard_rec *r)
 	 * notice. This is a stop of its own, with its bundle and hook.
 	 */
 	if (p->stopped && !p->dry)
-		guard__resumed_unseen(g, p);
+		guard__resumed_by_operator(g, p);
 	/* The kernel could not send it (irq_work busy...): send it now. */
 	if (r->sig_ret && !r->dry_run) {
 		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGSTOP);

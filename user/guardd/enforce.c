@@ -135,7 +135,7 @@ void guard__resume(struct guard *g, struct guard_proc *p, const char *why)
 	g->resumes++;
 }
 
-void guard__resumed_unseen(struct guard *g, struct guard_proc *p)
+void guard__resumed_by_operator(struct guard *g, struct guard_proc *p)
 {
 	slog("guard: resumed pid=%u comm=\"%s\" by=operator", p->pid, p->comm);
 	p->stopped = p->froze = false;

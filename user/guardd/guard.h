@@ -131,7 +131,7 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err);
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
 /* A job it stopped runs again, resumed by someone else (an operator). */
-void guard__resumed_unseen(struct guard *g, struct guard_proc *p);
+void guard__resumed_by_operator(struct guard *g, struct guard_proc *p);
 
 /* procs.c */
 struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create);

@@ -21,20 +21,6 @@
 #define REPORT_MS 1000
 
 /*
- * The figure the kernel side is anchored to. The kernel side counts pages
- * as they are taken and freed, the lists' pages included, while MemFree
- * leaves out the per-CPU lists: a list that runs empty refills from
- * MemFree in one batch, which lowers MemFree and not the kernel's figure.
- * Anchored to the metric less one refill of every list, the kernel's
- * figure stays at or below the metric until the next sample while pages
- * are only taken. Pages a CPU frees onto its own list count as free (they
- * are: the kernel hands them out before it takes from MemFree).
- *
- * It used to be less the lists' whole free room (high - count): since
- * Linux 6.7 a free burst tunes the high marks up to high_max, 1.3 GiB a
- * CPU on a 24 GiB host, and the guard stopped jobs gigabytes early.
- */
-/*
  * /proc's figures now, host RAM only. Without /proc/zoneinfo the lists'
  * and the watermarks' figures are 0: no margin, and a meter that will not
  * match the kernel's (guard_kernel__find_zones then says so).
@@ -56,6 +42,21 @@ static uint64_t meter_of(const struct guard *g, const struct meminfo *m,
 	return guard_kernel__meter(m, pcp->low, g->opt.pol.metric == GUARD_METRIC_FREE);
 }
 
+/*
+ * The figure the kernel side is anchored to, which it decides by where
+ * the kernel's counters were not found. The kernel side counts pages
+ * as they are taken and freed, the lists' pages included, while MemFree
+ * leaves out the per-CPU lists: a list that runs empty refills from
+ * MemFree in one batch, which lowers MemFree and not the kernel's figure.
+ * Anchored to the metric less one refill of every list, the kernel's
+ * figure stays at or below the metric until the next sample while pages
+ * are only taken. Pages a CPU frees onto its own list count as free (they
+ * are: the kernel hands them out before it takes from MemFree).
+ *
+ * It used to be less the lists' whole free room (high - count): since
+ * Linux 6.7 a free burst tunes the high marks up to high_max, 1.3 GiB a
+ * CPU on a 24 GiB host, and the guard stopped jobs gigabytes early.
+ */
 int guard__sample_metric(void *ctx, uint64_t *bytes)
 {
 	struct guard *g = ctx;
@@ -161,7 +162,7 @@ static void reconcile(struct guard *g)
 		}
 		if (st == 'T' || (p->froze && cgroup__frozen(p->cgroup)))
 			continue;
-		guard__resumed_unseen(g, p);
+		guard__resumed_by_operator(g, p);
 	}
 	free(all);
 }
