@@ -35,6 +35,9 @@ __u64 guard_device_nodes;
 bool guard_exact;
 __u64 guard_sample_pages;
 
+__u32 guard_helper;
+__s64 guard_look_room;
+
 __s64 guard_net;
 __s64 guard_reserved;
 __u64 guard_checks;
@@ -186,5 +189,21 @@ int guard_find_zones(void *ctx)
 	}
 	if (meter_now(&now))
 		guard_meter_seen = now;
+	return 0;
+}
+
+/*
+ * The helper's look (user space runs it with BPF_PROG_TEST_RUN): the
+ * headroom above the floor as the next decision would see it, from the
+ * kernel's counters. 1: there are none to read.
+ */
+SEC("?raw_tp")
+int guard_look(void *ctx)
+{
+	__s64 room;
+
+	if (!guard_exact_room(READ_ONCE(guard_floor), &room))
+		return 1;
+	guard_look_room = room;
 	return 0;
 }

@@ -96,6 +96,14 @@ extern __u64 guard_device_nodes;	/* user space: bit n, node n is no host RAM */
 extern bool guard_exact;
 extern __u64 guard_sample_pages;
 
+/*
+ * The page programs' arming (user/guardd/armer.c): far from the floor
+ * they are detached and a helper process looks at the headroom every few
+ * milliseconds instead. Its tgid is never stopped, as the daemon's is not.
+ */
+extern __u32 guard_helper;
+extern __s64 guard_look_room;		/* guard_look's answer, pages */
+
 /* Kept here, read by user space. */
 extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
 extern __s64 guard_reserved;		/* pages reserved by admitted calls in flight */
@@ -285,7 +293,8 @@ static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid
 {
 	__u32 i;
 
-	if (tgid <= 1 || tgid == guard_self || (task->flags & UMT_PF_KTHREAD))
+	if (tgid <= 1 || tgid == guard_self || tgid == READ_ONCE(guard_helper) ||
+	    (task->flags & UMT_PF_KTHREAD))
 		return true;
 	for (i = 0; i < UMT_GUARD_MAX_PROTECT; i++) {
 		if (i >= guard_n_protect)

@@ -58,7 +58,7 @@ def test_completion_commands_options_values(env):
                    ["guard", "--action", ""], ["top", "--platform", "d"],
                    ["flamegraph", "-f", "s"], ["flamegraph", "--metric", ""],
                    ["guard", "--metric", ""], ["top", "-s", "g"], ["report", "--stack", ""],
-                   ["guard", "--scope", ""], ["--v"])
+                   ["guard", "--scope", ""], ["guard", "--page-programs", "a"], ["--v"])
     it = iter(got)
     first = next(it)
     assert sorted(first) == sorted(cmds + ["help"]), f"completes {first}, --help has {cmds}"
@@ -81,6 +81,7 @@ def test_completion_commands_options_values(env):
     assert next(it) == ["gpu", "growth"]
     assert next(it) == ["fp", "dwarf", "auto"]
     assert next(it) == ["gpu", "all", "pid:", "cgroup:", "comm:"]
+    assert next(it) == ["auto", "always"]
     assert next(it) == ["--version"]
 
 

@@ -313,6 +313,7 @@ def test_guard_reads_the_kernels_counters(env):
         populated = sum(1 for l in f if l.split()[:1] == ["managed"] and int(l.split()[1]))
     nodes = len([n for n in os.listdir("/sys/devices/system/node") if re.match(r"node\d+$", n)])
     page = os.sysconf("SC_PAGE_SIZE")
+    bring_memory_in(env)
     for metric in ("available", "free"):
         floor = meminfo() - 4 * GIB
         g = Guard(env, floor, extra=["-v", "--metric", metric])
@@ -633,6 +634,133 @@ def test_guard_killed_sees_memory_freed_after(env):
     assert -80 * MIB <= past <= 16 * MIB, f"{past / MIB:+.1f} MiB past the floor"
 
 
+def bring_memory_in(env):
+    """A kernel that initialises its memory late (deferred_init=lazy, as
+    on these VMs) counts the part not yet initialised in MemFree but in
+    no zone's counter, so the guard cannot use the counters until it is
+    initialised: fault most of it in once, as a host's first jobs would."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/zoneinfo") as f:
+        zones = sum(int(l.split()[2]) for l in f if l.split()[:2] == ["pages", "free"])
+    if meminfo("MemFree") - zones * page <= 256 * MIB:
+        return
+    size = meminfo() - 2 * GIB
+    p = env.popen(["python3", "-c", f"import mmap; m = mmap.mmap(-1, {size}); "
+                   f"[m.__setitem__(i, 1) for i in range(0, {size}, {page})]"])
+    p.wait(timeout=120)
+    assert p.returncode == 0, p.stderr.read()
+
+
+def page_links():
+    """How many of the page allocator's tracepoint links are attached host-wide."""
+    r = subprocess.run(["bpftool", "link", "list"], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.count("tp 'mm_page_alloc'")
+
+
+def wait_status(g, key, want, timeout=20):
+    deadline = time.monotonic() + timeout
+    while True:
+        st = json.loads(g.umtrace("status", "--json").stdout)
+        if st[key] == want:
+            return st
+        assert time.monotonic() < deadline, f"{key} never {want}: {st}"
+        time.sleep(0.05)
+
+
+def far_floor():
+    """A floor far enough that the page programs are detached above it:
+    over twice any margin a 2-CPU VM measures (under 1 GiB here)."""
+    return meminfo() - 4 * GIB
+
+
+def test_guard_page_hog_from_far_crosses_the_arming(env):
+    """Far from the floor the page programs are detached (no page pays for
+    them: none of the allocator's tracepoint links is there); a hog
+    faulting at full speed from there is still stopped within 16 MiB of
+    the floor: the helper attaches them when the headroom falls under its
+    margin, before the hog can cross what is left."""
+    bring_memory_in(env)
+    floor = far_floor()
+    g = Guard(env, floor, extra=["-v", "--scope", "comm:^pagehog$"])
+    st = wait_status(g, "page_programs", "detached")
+    assert page_links() == 0, "a page program is attached far from the floor"
+    margin = st["arm_margin"]
+    assert 0 < margin < 2 * GIB, st
+    hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4",
+                     "-t", to_cross(floor, MIB), "-w", "5000"])
+    assert wait_state(hog.pid, "T", 60), f"pagehog not stopped (state {state_of(hog.pid)})"
+    past = stopped_past(hog.pid, floor)
+    st = json.loads(g.umtrace("status", "--json").stdout)
+    print(f"    margin {margin / MIB:.0f} MiB; stopped {past / MIB:+.1f} MiB past the floor")
+    hog.kill()
+    hog.wait(timeout=30)
+    err = g.stop()
+    assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
+    assert st["arms"] >= 1 and st["page_programs"] == "attached", st
+    m = re.search(r"guard: page programs attached in (\d+) us", err)
+    assert m, err[-800:]
+    assert "reason=floor" in err, err[-800:]
+
+
+def test_guard_killed_while_detached_attaches_the_page_programs(env):
+    """kill -9 of a daemon whose page programs were detached: its helper
+    attaches and pins them, so the orphaned kernel side stops a page hog
+    at the floor as a live guard does; a clean exit leaves no helper."""
+    bring_memory_in(env)
+    floor = far_floor()
+    # In scope by pid: a name's verdict is the daemon's to give, and it is dead.
+    hog = env.popen(["sh", "-c", "read go; exec \"$0\" \"$@\"",
+                     os.path.join(env.tests, "pagehog"), "-c", "4", "-t",
+                     to_cross(floor, MIB), "-w", "5000"], stdin=subprocess.PIPE)
+    g = Guard(env, floor, extra=["--scope", f"pid:{hog.pid}"])
+    wait_status(g, "page_programs", "detached")
+    g.p.kill()
+    g.p.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while page_links() != 1:
+        assert time.monotonic() < deadline, "the helper did not attach the page programs"
+        time.sleep(0.05)
+    hog.stdin.write("go\n")
+    hog.stdin.close()
+    stopped = wait_state(hog.pid, "T", 60)
+    past = stopped_past(hog.pid, floor) if stopped else None
+    hog.kill()
+    hog.wait(timeout=30)
+    g2 = Guard(env, floor)
+    g2.stop()
+    assert stopped, "the orphaned kernel side did not stop the hog"
+    print(f"    orphaned, attached by the helper: stopped {past / MIB:+.1f} MiB past the floor")
+    assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
+    assert page_links() == 0, "page programs left attached after a clean exit"
+    r = subprocess.run(["pgrep", "-x", "umtrace-arm"], capture_output=True, text=True)
+    assert not r.stdout.strip(), f"helpers left running: {r.stdout}"
+
+
+def test_guard_helper_killed_keeps_the_page_programs(env):
+    """The helper killed: the daemon attaches the page programs itself and
+    keeps them, and says so; --page-programs always never detaches."""
+    bring_memory_in(env)
+    floor = far_floor()
+    g = Guard(env, floor)
+    wait_status(g, "page_programs", "detached")
+    r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"], capture_output=True,
+                       text=True)
+    assert r.stdout.strip(), "no helper"
+    os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
+    wait_status(g, "page_programs", "always")
+    assert page_links() == 1
+    err = g.stop()
+    assert "guard: the page programs' helper died (signal 9): they stay attached" in err, err
+    g = Guard(env, floor, extra=["--page-programs", "always"])
+    time.sleep(1.5)
+    st = wait_status(g, "page_programs", "always")
+    assert page_links() == 1, st
+    g.stop()
+    assert page_links() == 0
+
+
 def node_total(node=0):
     with open(f"/sys/devices/system/node/node{node}/meminfo") as fh:
         for line in fh:
@@ -674,7 +802,9 @@ def test_guard_device_nodes_are_not_headroom(env):
         raise Skip(f"naming the only node leaves {host / MIB:.0f} MiB of host RAM: "
                    "the guard refuses thresholds above it")
     for nodes in ("0", "none"):
-        g = Guard(env, 64 * MIB, extra=["--dry-run", "--device-nodes", nodes])
+        # The page programs' device-node test is what is measured here.
+        g = Guard(env, 64 * MIB, extra=["--dry-run", "--device-nodes", nodes,
+                                        "--page-programs", "always"])
         # The state is written once a second: a host still settling
         # (page cache freed) may move in between, so look a few times.
         for _ in range(6):

@@ -67,6 +67,8 @@ static const struct file_case file_cases[] = {
 	T("bad metric", "metric = used\n", "1: invalid metric 'used': expected available or free"),
 	T("bad action", "action = kill\n", "1: invalid action 'kill': expected stop or freeze"),
 	T("bad bool", "dry_run = maybe\n", "1: invalid dry_run 'maybe': expected true or false"),
+	T("bad page_programs", "page_programs = never\n",
+	  "1: invalid page_programs 'never': expected auto or always"),
 	T("bad scope", "scope = pid:12,x\n", "1: invalid scope 'pid:12,x': 'x' is not a pid"),
 	T("relative path", "postmortem_dir = var/pm\n",
 	  "1: invalid postmortem_dir 'var/pm': expected an absolute path"),
@@ -149,6 +151,7 @@ static void test_good_file(void)
 		"protect = sshd, Xorg,  my-daemon\n"
 		"protect = slurmstepd\n"
 		"dry_run = Yes\n"
+		"page_programs = always\n"
 		"auto_resume = 10%\n"
 		"on_stop = /usr/local/bin/notify --host a;b\n"
 		"postmortem_dir = /var/lib/umtrace/postmortem\n"
@@ -176,6 +179,7 @@ static void test_good_file(void)
 	      !strcmp(cfg.protect[1], "my-daemon") && !strcmp(cfg.protect[2], "slurmstepd"),
 	      "protect", "wrong names");
 	CHECK(cfg.dry_run, "dry_run", "not set");
+	CHECK(cfg.pages_always, "page_programs", "not always");
 	CHECK(cfg.auto_resume && !strcmp(cfg.auto_resume, "10%"), "auto_resume", "%s",
 	      cfg.auto_resume);
 	CHECK(cfg.on_stop && !strcmp(cfg.on_stop, "/usr/local/bin/notify --host a;b"), "on_stop",

@@ -47,6 +47,8 @@ static const struct guard_metrics sample = {
 	.kernel_decisions = 2,
 	.admission_checks = 100,
 	.samples = 42,
+	.pages_on = true,
+	.page_arms = 3,
 	.last_stop_time = 1700000000.5,
 	.procs = procs,
 	.n_procs = 2,
@@ -108,6 +110,12 @@ static const char expected[] =
 	"# HELP umtrace_guard_samples_total /proc/meminfo samples taken.\n"
 	"# TYPE umtrace_guard_samples_total counter\n"
 	"umtrace_guard_samples_total 42\n"
+	"# HELP umtrace_guard_page_programs_attached 1: the per-page programs are attached (near the floor, or always).\n"
+	"# TYPE umtrace_guard_page_programs_attached gauge\n"
+	"umtrace_guard_page_programs_attached 1\n"
+	"# HELP umtrace_guard_page_program_arms_total Times the per-page programs were attached near the floor.\n"
+	"# TYPE umtrace_guard_page_program_arms_total counter\n"
+	"umtrace_guard_page_program_arms_total 3\n"
 	"# HELP umtrace_guard_last_stop_timestamp_seconds When the last process was stopped, in Unix time (0: never).\n"
 	"# TYPE umtrace_guard_last_stop_timestamp_seconds gauge\n"
 	"umtrace_guard_last_stop_timestamp_seconds 1700000000.500\n"

@@ -128,6 +128,7 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 
 	skel->rodata->page_shift = page__shift();
 	bpf_program__set_autoload(skel->progs.guard_find_zones, g && g->on);
+	bpf_program__set_autoload(skel->progs.guard_look, g && g->on);
 	if (!g)
 		return;
 	skel->rodata->guard_on = g->on;
@@ -223,6 +224,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		return err;
 	}
 	p->skel = skel;
+	p->defer_pages = cfg->guard && cfg->guard->defer_pages;
 	return 0;
 }
 
@@ -268,7 +270,10 @@ int probes__attach_kernel(struct probes *p)
 		if (bpf_program__type(prog) == BPF_PROG_TYPE_KPROBE)
 			continue;	/* the uprobes go per library */
 		if (bpf_program__type(prog) == BPF_PROG_TYPE_RAW_TRACEPOINT)
-			continue;	/* run once by user space, never attached */
+			continue;	/* run by user space, never attached */
+		if (p->defer_pages && (prog == p->skel->progs.page_alloc ||
+				       prog == p->skel->progs.page_free))
+			continue;	/* the guard's arming attaches them */
 		err = attach_prog(p, prog);
 		if (err)
 			return err;

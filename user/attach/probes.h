@@ -26,6 +26,8 @@ struct guard_kcfg {
 	uint64_t cost_apis;	/* bit n: API n's size costs host memory */
 	uint32_t n_protect;
 	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
+	/* The page programs are left to the guard's arming (guard/arm.h). */
+	bool defer_pages;
 };
 
 struct probe_cfg {
@@ -51,6 +53,7 @@ struct probes {
 	int *multi_fds;			/* multi-uprobe links, two per library */
 	size_t n_multi, cap_multi;
 	bool multi;			/* the kernel has multi-uprobe links */
+	bool defer_pages;		/* guard_kcfg.defer_pages */
 };
 
 struct probe_stats {

@@ -53,7 +53,12 @@ void guard_usage(FILE *f)
 "                           with --libc10): each stop then says the job's\n"
 "                           allocated and reserved bytes and verdict. Off by\n"
 "                           default: every tensor allocation pays a uprobe\n"
-"      --no-torch           leave it alone (over torch = true in --config)\n");
+"      --no-torch           leave it alone (over torch = true in --config)\n"
+"      --page-programs auto|always  auto (default): the per-page programs are\n"
+"                           attached only within a margin of the floor that\n"
+"                           the host cannot cross between two looks (every\n"
+"                           10 ms); always: attached all the time, every GPU\n"
+"                           call's host pages counted\n");
 	attach_opts__usage(f);
 	fprintf(f,
 "  -h, --help               show this help\n"

@@ -40,6 +40,20 @@ void status_usage(FILE *f)
 "shown) or on error, 2 on a usage error.\n");
 }
 
+static void print_pages(const struct guard_status *st)
+{
+	char m[32];
+
+	if (st->arm_margin == UINT64_MAX) {
+		printf("page programs: attached all the time\n");
+		return;
+	}
+	printf("page programs: %s (attached within %s of the floor; %llu times so far)\n",
+	       st->pages_on ? "attached" : "detached",
+	       st->arm_margin ? fmt_bytes(st->arm_margin, m, sizeof(m)) : "a margin not yet measured",
+	       (unsigned long long)st->arms);
+}
+
 static void print_text(const struct guard_status *st, bool alive)
 {
 	char a[32], b[32], c[32], d[32];
@@ -67,6 +81,7 @@ static void print_text(const struct guard_status *st, bool alive)
 	       st->headroom < 0 ? "-" : "",
 	       fmt_bytes((uint64_t)(st->headroom < 0 ? -st->headroom : st->headroom), b,
 			 sizeof(b)), (long long)(now - st->updated));
+	print_pages(st);
 	printf("counters: %llu samples, %llu admission checks, %llu kernel stops, "
 	       "%llu policy stops, %llu failed sends, %llu direct reclaims\n",
 	       (unsigned long long)st->samples, (unsigned long long)st->checks,
@@ -96,7 +111,8 @@ static void print_json(const struct guard_status *st, bool alive)
 	       "\"metric\":\"%s\",\"action\":\"%s\",\"dry_run\":%s,\"headroom\":%lld,"
 	       "\"metric_value\":%llu,\"samples\":%llu,\"checks\":%llu,"
 	       "\"kernel_stops\":%llu,\"policy_stops\":%llu,\"send_failed\":%llu,"
-	       "\"reclaims\":%llu,\"stopped\":[",
+	       "\"reclaims\":%llu,\"page_programs\":\"%s\",\"arm_margin\":%llu,"
+	       "\"arms\":%llu,\"stopped\":[",
 	       alive ? "true" : "false",
 	       alive || guard_pins__armed(GUARD_PIN_DIR) ? "true" : "false",
 	       st->pid, (long long)st->started,
@@ -107,7 +123,10 @@ static void print_json(const struct guard_status *st, bool alive)
 	       (unsigned long long)st->metric_value, (unsigned long long)st->samples,
 	       (unsigned long long)st->checks, (unsigned long long)st->kernel_stops,
 	       (unsigned long long)st->policy_stops, (unsigned long long)st->send_failed,
-	       (unsigned long long)st->reclaims);
+	       (unsigned long long)st->reclaims,
+	       st->arm_margin == UINT64_MAX ? "always" : st->pages_on ? "attached" : "detached",
+	       (unsigned long long)(st->arm_margin == UINT64_MAX ? 0 : st->arm_margin),
+	       (unsigned long long)st->arms);
 	for (i = 0; i < st->n_stopped; i++) {
 		const struct guard_stopped *s = &st->stopped[i];
 

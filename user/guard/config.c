@@ -42,6 +42,7 @@ enum key {
 	K_POSTMORTEM_DIR,
 	K_METRICS_FILE,
 	K_LIBCUDA,
+	K_PAGE_PROGRAMS,
 	K__COUNT,
 };
 
@@ -63,6 +64,7 @@ static const struct {
 	[K_POSTMORTEM_DIR] = { "postmortem_dir" },
 	[K_METRICS_FILE] = { "metrics_file" },
 	[K_LIBCUDA] = { "libcuda", true },
+	[K_PAGE_PROGRAMS] = { "page_programs" },
 };
 
 
@@ -299,6 +301,13 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		if (!parse_bool(v, &cfg->torch))
 			return 0;
 		errbuf__set(err, errlen, "invalid %s '%s': expected true or false", name, v);
+		return -EINVAL;
+	case K_PAGE_PROGRAMS:
+		if (!strcmp(v, "auto") || !strcmp(v, "always")) {
+			cfg->pages_always = !strcmp(v, "always");
+			return 0;
+		}
+		errbuf__set(err, errlen, "invalid %s '%s': expected auto or always", name, v);
 		return -EINVAL;
 	case K_DRY_RUN:
 		if (!parse_bool(v, &cfg->dry_run))

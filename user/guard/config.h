@@ -31,6 +31,8 @@ struct guard_config {
 	size_t n_protect;
 	bool dry_run;
 	bool torch;		/* probe PyTorch's allocator hook (libc10) */
+	/* The page programs stay attached far from the floor too (guard/arm.h). */
+	bool pages_always;
 	char *on_stop;		/* a command; NULL: none */
 	char *postmortem_dir;
 	char *metrics_file;

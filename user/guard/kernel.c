@@ -8,6 +8,7 @@
 #include "lib/numa.h"
 #include "lib/sys.h"
 #include "guard/kernel.h"
+#include "guard/pin.h"
 #include "umtrace.skel.h"
 
 /* How far the counters' sum may be from MemFree read just after. */
@@ -171,6 +172,84 @@ void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
 	st->send_failed = READ_ONCE(bss->guard_send_failed);
 	st->reclaims = READ_ONCE(bss->guard_reclaims);
 	st->kswapd_wakes = READ_ONCE(bss->guard_kswapd_wakes);
+}
+
+bool guard_kernel__exact(const struct probes *p)
+{
+	return READ_ONCE(p->skel->bss->guard_exact);
+}
+
+void guard_kernel__set_helper(struct probes *p, uint32_t pid)
+{
+	WRITE_ONCE(p->skel->bss->guard_helper, pid);
+}
+
+int guard_kernel__look(struct probes *p, int64_t *room)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	struct bpf_program *prog = p->skel->progs.guard_look;
+
+	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &run))
+		return -errno;
+	if (run.retval)
+		return -ENODATA;
+	*room = READ_ONCE(p->skel->bss->guard_look_room) * (int64_t)page__size();
+	return 0;
+}
+
+#define PIN_ALLOC "pages-alloc"
+#define PIN_FREE "pages-free"
+
+static int attach_one(struct bpf_program *prog, struct bpf_link **link,
+		      const char *pin_dir, const char *name)
+{
+	int err;
+
+	*link = bpf_program__attach(prog);
+	if (!*link)
+		return -errno;
+	if (!pin_dir)
+		return 0;
+	err = guard_pins__pin_fd(pin_dir, name, bpf_link__fd(*link));
+	if (err) {
+		bpf_link__destroy(*link);
+		*link = NULL;
+	}
+	return err;
+}
+
+int guard_kernel__attach_pages(struct probes *p, struct guard_page_links *l,
+			       const char *pin_dir)
+{
+	int err;
+
+	err = attach_one(p->skel->progs.page_alloc, &l->alloc, pin_dir, PIN_ALLOC);
+	if (!err)
+		err = attach_one(p->skel->progs.page_free, &l->free, pin_dir, PIN_FREE);
+	if (err)
+		guard_kernel__detach_pages(l, pin_dir);
+	return err;
+}
+
+void guard_kernel__detach_pages(struct guard_page_links *l, const char *pin_dir)
+{
+	if (pin_dir) {
+		guard_pins__unpin(pin_dir, PIN_ALLOC);
+		guard_pins__unpin(pin_dir, PIN_FREE);
+	}
+	guard_kernel__drop_pages(l);
+}
+
+void guard_kernel__drop_pages(struct guard_page_links *l)
+{
+	bpf_link__destroy(l->alloc);
+	bpf_link__destroy(l->free);
+	l->alloc = l->free = NULL;
+}
+
+bool guard_kernel__pages_pinned(const char *pin_dir)
+{
+	return pin_dir && guard_pins__has(pin_dir, PIN_ALLOC) && guard_pins__has(pin_dir, PIN_FREE);
 }
 
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in)

@@ -176,6 +176,11 @@ int metrics__format(FILE *f, const struct guard_metrics *m)
 	counter(f, "admission_checks_total", "GPU calls checked by the kernel side.",
 		m->admission_checks);
 	counter(f, "samples_total", "/proc/meminfo samples taken.", m->samples);
+	gauge(f, "page_programs_attached",
+	      "1: the per-page programs are attached (near the floor, or always).",
+	      m->pages_on);
+	counter(f, "page_program_arms_total",
+		"Times the per-page programs were attached near the floor.", m->page_arms);
 	family(f, "last_stop_timestamp_seconds", "gauge",
 	       "When the last process was stopped, in Unix time (0: never).");
 	if (m->last_stop_time > 0)

@@ -56,6 +56,8 @@ struct guard_metrics {
 	uint64_t kernel_decisions;
 	uint64_t admission_checks;
 	uint64_t samples;
+	bool pages_on;		/* the page programs are attached (guard/arm.h) */
+	uint64_t page_arms;
 	double last_stop_time;	/* Unix seconds; 0: never */
 	const struct guard_metrics_process *procs;
 	size_t n_procs;

@@ -74,10 +74,34 @@ int guard_pins__open(struct guard_pins *gp, const char *dir, bool *stale)
 
 static int pin_fd(const char *dir, const char *kind, size_t i, int fd)
 {
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s-%zu", kind, i);
+	return guard_pins__pin_fd(dir, name, fd);
+}
+
+int guard_pins__pin_fd(const char *dir, const char *name, int fd)
+{
 	char path[4200];
 
-	snprintf(path, sizeof(path), "%s/%s-%zu", dir, kind, i);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	return bpf_obj_pin(fd, path) ? -errno : 0;
+}
+
+void guard_pins__unpin(const char *dir, const char *name)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+bool guard_pins__has(const char *dir, const char *name)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return !access(path, F_OK);
 }
 
 int guard_pins__sync(struct guard_pins *gp, struct probes *p)

@@ -32,6 +32,10 @@ int guard_pins__open(struct guard_pins *gp, const char *dir, bool *stale);
 int guard_pins__sync(struct guard_pins *gp, struct probes *p);
 /* Unpin all: the kernel side goes when the links close. */
 void guard_pins__remove(struct guard_pins *gp);
+/* Pin (or unpin) one link by name, outside the numbered ones. 0 or -errno. */
+int guard_pins__pin_fd(const char *dir, const char *name, int fd);
+void guard_pins__unpin(const char *dir, const char *name);
+bool guard_pins__has(const char *dir, const char *name);
 /* A dead guard's pins are there: its kernel side is still armed. */
 bool guard_pins__armed(const char *dir);
 

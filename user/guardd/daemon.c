@@ -201,6 +201,8 @@ static void kernel_cfg(struct guard *g, enum platform plat)
 	g->kcfg.scope = guard__scope_kind(g);
 	g->kcfg.n_protect = g->opt.n_protect;
 	memcpy(g->kcfg.protect, g->opt.protect, sizeof(g->kcfg.protect));
+	/* Attached by the page programs' helper, near the floor only (armer.c). */
+	g->kcfg.defer_pages = true;
 }
 
 static int arm(struct guard *g)
@@ -222,6 +224,9 @@ static int arm(struct guard *g)
 		return err;
 	find_zones(g);
 	pin(g);
+	err = guard_armer__start(g);
+	if (err)
+		return err;
 	session__drop_caps(&g->session);
 	guard_kernel__set_thresholds(&g->session.probes, g->opt.pol.floor, g->opt.pol.low);
 	err = guard_kernel__anchor(&g->session.probes, guard__sample_metric, g, &error);
@@ -316,6 +321,7 @@ static void go_async(struct guard *g)
 
 static void disarm(struct guard *g)
 {
+	guard_armer__stop(g);
 	wait_children(GUARD_FLUSH_MS);
 	g->exiting = true;
 	guard__write_report(g);
@@ -325,6 +331,21 @@ static void disarm(struct guard *g)
 		wlog("guard: the state file or metrics could not be written before exit");
 	g->report.files = NULL;
 	log__stop_async(GUARD_FLUSH_MS);
+}
+
+/* How the page programs' helper did (guard/arm.h), for the exit line. */
+static void log_arming(struct guard *g)
+{
+	const struct guard_arm_shared *sh = g->armer.sh;
+	char m[32];
+
+	if (!sh || sh->for_good)
+		return;
+	elog("guard: page programs attached %llu times within %s of the floor; %llu looks, "
+	     "%llu late (over %u ms apart), longest gap %.1f ms",
+	     (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
+	     (unsigned long long)sh->looks, (unsigned long long)sh->late_looks,
+	     GUARD_LATE_LOOKS * GUARD_LOOK_MS, sh->max_gap_us / 1000.0);
 }
 
 int guard__run(struct guard_opts *o)
@@ -344,6 +365,7 @@ int guard__run(struct guard_opts *o)
 		err = arm(g);
 	if (err) {
 		/* Nothing was guarded: no summary, no state for status to find. */
+		guard_armer__stop(g);
 		guard_pins__remove(&g->pins);
 		session__close(&g->session);
 		guard__free(g);
@@ -359,6 +381,7 @@ int guard__run(struct guard_opts *o)
 	     (unsigned long long)(g->error_n ? g->error_sum / g->error_n >> 10 : 0),
 	     (unsigned long long)(g->error_max >> 10),
 	     (unsigned long long)(g->error_above >> 10));
+	log_arming(g);
 	disarm(g);
 	guard__free(g);
 	return err ? 1 : 0;

@@ -11,6 +11,7 @@
  *   enforce.c       a stop made (struct guard_stop), carried out and told
  *   procs.c         the processes it knows, by pid
  *   sites.c         who holds what: attribution and call sites per call
+ *   armer.c         the page programs' helper: attached near the floor only
  *   flight.c        the flight recorder's last minutes
  *   postmortem.c    the bundle written for each stop
  *   report.c        the state file and metrics from one snapshot, off the loop
@@ -29,7 +30,9 @@
 #include "attach/probes.h"
 #include "attach/session.h"
 #include "guard/action.h"
+#include "guard/arm.h"
 #include "guard/config.h"
+#include "guard/kernel.h"
 #include "guard/pin.h"
 #include "guard/policy.h"
 #include "guardd/report.h"
@@ -76,6 +79,16 @@ struct guard_opts {
 
 struct flight_recorder;
 
+/* The page programs' helper (armer.c). */
+struct guard_armer {
+	pid_t pid;			/* 0: none */
+	struct guard_arm_shared *sh;	/* shared with it */
+	struct guard_page_links links;	/* held here when the daemon attached them */
+	/* what the log has said of the helper's work (guard_armer__tick) */
+	uint64_t arms_said, disarms_said, fails_said;
+	bool margin_said;
+};
+
 struct guard {
 	struct guard_opts opt;
 	struct guard_state pstate;
@@ -84,6 +97,7 @@ struct guard {
 	struct guard_kcfg kcfg;
 	struct session session;
 	struct guard_pins pins;
+	struct guard_armer armer;
 	struct guard_report report;
 	/* who holds what */
 	struct summary summary;
@@ -132,6 +146,18 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
 /* A job it stopped runs again, resumed by someone else (an operator). */
 void guard__resumed_by_operator(struct guard *g, struct guard_proc *p);
+
+/*
+ * armer.c: attach the page programs, and start the helper that detaches
+ * them far from the floor; before capabilities are dropped. 0 or -errno.
+ */
+int guard_armer__start(struct guard *g);
+/* A child reaped: true if it was the helper (the daemon attaches them then). */
+bool guard_armer__reaped(struct guard *g, pid_t pid, int status);
+/* Log what the helper did since the last sample. */
+void guard_armer__tick(struct guard *g);
+/* Stop the helper: before the pins are removed and the probes closed. */
+void guard_armer__stop(struct guard *g);
 
 /* procs.c */
 struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create);

@@ -34,6 +34,7 @@ enum {
 	OPT_NO_PIN,
 	OPT_TORCH,
 	OPT_NO_TORCH,
+	OPT_PAGE_PROGRAMS,
 };
 
 static const struct option opts[] = {
@@ -56,6 +57,7 @@ static const struct option opts[] = {
 	{ "no-pin", no_argument, NULL, OPT_NO_PIN },
 	{ "torch", no_argument, NULL, OPT_TORCH },
 	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
+	{ "page-programs", required_argument, NULL, OPT_PAGE_PROGRAMS },
 	{ "help", no_argument, NULL, 'h' },
 	{}
 };
@@ -98,6 +100,7 @@ static const char *config_key(int opt)
 	case OPT_METRICS_FILE: return "metrics_file";
 	case OPT_TORCH: return "torch";
 	case OPT_NO_TORCH: return "torch";
+	case OPT_PAGE_PROGRAMS: return "page_programs";
 	default: return NULL;
 	}
 }

@@ -35,6 +35,11 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	st->send_failed = ks->send_failed;
 	st->reclaims = ks->reclaims;
 	st->samples = g->samples;
+	if (g->armer.sh) {
+		st->pages_on = g->armer.sh->on;
+		st->arm_margin = g->armer.sh->for_good ? UINT64_MAX : g->armer.sh->margin;
+		st->arms = g->armer.sh->arms;
+	}
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
 		struct guard_proc *p = all[i];
 		struct guard_stopped *s;
@@ -75,6 +80,8 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 	m->kernel_decisions = ks->stops;
 	m->admission_checks = ks->checks;
 	m->samples = g->samples;
+	m->pages_on = g->armer.sh && g->armer.sh->on;
+	m->page_arms = g->armer.sh ? g->armer.sh->arms : 0;
 	m->last_stop_time = (double)g->last_stop;
 	for (r = 0; stops && r < GUARD_N_REASONS; r++) {
 		stops[r].reason = guard_reason__name(UMT_GUARD_ADMISSION + r);

@@ -180,10 +180,13 @@ static void note_error(struct guard *g, int64_t error)
 	g->error_n++;
 }
 
-static void reap_children(void)
+static void reap_children(struct guard *g)
 {
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		guard_armer__reaped(g, pid, status);
 }
 
 void guard__tick(void *ctx)
@@ -203,7 +206,9 @@ void guard__tick(void *ctx)
 		return;
 	}
 	log__repeat_end(&g->no_meminfo);
-	note_error(g, error);
+	/* Detached, nothing moves the anchored figure: no error to speak of. */
+	if (g->armer.sh && g->armer.sh->on)
+		note_error(g, error);
 	if (clock__mono_ms() - t0 > ANCHOR_MAX_MS)
 		log__repeat(&g->slow_meminfo, t0, "guard: reading /proc/meminfo took %llu ms",
 			    (unsigned long long)(clock__mono_ms() - t0));
@@ -211,7 +216,8 @@ void guard__tick(void *ctx)
 		log__repeat_end(&g->slow_meminfo);
 	g->samples++;
 	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
-	reap_children();
+	reap_children(g);
+	guard_armer__tick(g);
 	reconcile(g);
 	c = candidates(g, &n);
 	a = guard_policy__decide(&g->opt.pol, &g->pstate, &g->sample, c, c ? n : 0);

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include "check.h"
+#include "guard/arm.h"
+
+#define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
+
+static void test_margin(void)
+{
+	/* 2 CPUs x 8 GiB/s x (2 x 10 ms + 500 us) x 2: 656 MiB and a bit. */
+	uint64_t m = guard_arm__margin(2, 8 * GIB, 10, 500);
+
+	CHECK_EQ(m, 2ULL * 8 * GIB * 20500 * 2 / 1000000, "2 cpus");
+	/* It grows with the CPU count and the look, never with the headroom. */
+	CHECK_EQ(guard_arm__margin(72, 8 * GIB, 10, 500), 72ULL * 8 * GIB * 20500 * 2 / 1000000,
+		 "72 cpus");
+	CHECK(guard_arm__margin(2, 8 * GIB, 20, 500) > m, "longer look", "%llu",
+	      (unsigned long long)guard_arm__margin(2, 8 * GIB, 20, 500));
+	/* 1024 CPUs at 64 GiB/s do not overflow. */
+	CHECK(guard_arm__margin(1024, 64 * GIB, 10, 1000) > 1024ULL * GIB, "large", "%llu",
+	      (unsigned long long)guard_arm__margin(1024, 64 * GIB, 10, 1000));
+}
+
+static void test_attach_near(void)
+{
+	struct guard_arm_state st = { .on = false };
+
+	CHECK_EQ(guard_arm__decide(&st, true, 2 * GIB, GIB, 100), GUARD_ARM_STAY, "far");
+	CHECK_EQ(guard_arm__decide(&st, true, GIB - 1, GIB, 110), GUARD_ARM_ATTACH, "near");
+	CHECK(st.on, "on", "still off");
+	CHECK_EQ(guard_arm__decide(&st, true, -5, GIB, 120), GUARD_ARM_STAY, "below");
+}
+
+static void test_attach_without_figure(void)
+{
+	struct guard_arm_state st = { .on = false };
+
+	CHECK_EQ(guard_arm__decide(&st, false, 100 * GIB, GIB, 100), GUARD_ARM_ATTACH,
+		 "no figure");
+	/* No figure keeps them attached however long. */
+	CHECK_EQ(guard_arm__decide(&st, false, 100 * GIB, GIB, 100 + 10 * GUARD_FAR_MS),
+		 GUARD_ARM_STAY, "still none");
+}
+
+/* Detached only after GUARD_FAR_MS over twice the margin, without a dip. */
+static void test_detach_hysteresis(void)
+{
+	struct guard_arm_state st = { .on = true };
+	uint64_t t = 1000;
+
+	CHECK_EQ(guard_arm__decide(&st, true, 2 * GIB - 1, GIB, t), GUARD_ARM_STAY, "under 2x");
+	CHECK_EQ(guard_arm__decide(&st, true, 3 * GIB, GIB, t + 10), GUARD_ARM_STAY, "far, new");
+	CHECK_EQ(guard_arm__decide(&st, true, 3 * GIB, GIB, t + 10 + GUARD_FAR_MS - 1),
+		 GUARD_ARM_STAY, "not yet");
+	/* A dip under twice the margin starts the wait over. */
+	CHECK_EQ(guard_arm__decide(&st, true, GIB, GIB, t + 10 + GUARD_FAR_MS), GUARD_ARM_STAY,
+		 "dip");
+	CHECK_EQ(guard_arm__decide(&st, true, 3 * GIB, GIB, t + 20 + GUARD_FAR_MS),
+		 GUARD_ARM_STAY, "far again");
+	CHECK_EQ(guard_arm__decide(&st, true, 3 * GIB, GIB, t + 20 + 2 * GUARD_FAR_MS),
+		 GUARD_ARM_DETACH, "detach");
+	CHECK(!st.on, "off", "still on");
+}
+
+static void test_fault_rate(void)
+{
+	uint64_t rate = 0;
+
+	CHECK_EQ(guard_arm__fault_rate(&rate), 0, "measured");
+	/* Any CPU this runs on faults faster than 10 MiB a second. */
+	CHECK(rate > 10 * MIB, "rate", "%llu B/s", (unsigned long long)rate);
+}
+
+int main(void)
+{
+	RUN_SUBTEST(test_margin);
+	RUN_SUBTEST(test_attach_near);
+	RUN_SUBTEST(test_attach_without_figure);
+	RUN_SUBTEST(test_detach_hysteresis);
+	RUN_SUBTEST(test_fault_rate);
+	return CHECK_EXIT();
+}

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include "guard/arm.h"
+
+/*
+ * Enough pages that a fault's fixed cost is averaged (8 huge pages, 4096
+ * small ones); little to take under the unit's MemoryMax.
+ */
+#define RATE_BYTES	(16ULL << 20)
+#define RATE_TRIES	2
+#define HUGE_ALIGN	(2ULL << 20)
+
+uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
+			   uint64_t attach_us)
+{
+	unsigned __int128 us = (unsigned __int128)GUARD_LATE_LOOKS * look_ms * 1000 + attach_us;
+
+	return (uint64_t)((unsigned __int128)cpus * rate * us * GUARD_FASTER / 1000000);
+}
+
+enum guard_arm_move guard_arm__decide(struct guard_arm_state *st, bool have_room,
+				      int64_t room, uint64_t margin, uint64_t now_ms)
+{
+	if (!st->on) {
+		if (have_room && room >= 0 && (uint64_t)room >= margin)
+			return GUARD_ARM_STAY;
+		st->on = true;
+		st->far_since_ms = 0;
+		return GUARD_ARM_ATTACH;
+	}
+	if (!have_room || room < 0 || (uint64_t)room <= 2 * margin) {
+		st->far_since_ms = 0;
+		return GUARD_ARM_STAY;
+	}
+	if (!st->far_since_ms) {
+		st->far_since_ms = now_ms ? now_ms : 1;
+		return GUARD_ARM_STAY;
+	}
+	if (now_ms - st->far_since_ms < GUARD_FAR_MS)
+		return GUARD_ARM_STAY;
+	st->on = false;
+	st->far_since_ms = 0;
+	return GUARD_ARM_DETACH;
+}
+
+static uint64_t cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
+}
+
+/* One pass over fresh memory; bytes a CPU second, 0 if it could not map. */
+static uint64_t fault_once(bool huge)
+{
+	size_t len = RATE_BYTES + HUGE_ALIGN, page = (size_t)sysconf(_SC_PAGESIZE), i;
+	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	volatile char *at;
+	uint64_t t0, ns;
+
+	if (map == MAP_FAILED)
+		return 0;
+	at = (char *)(((uintptr_t)map + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
+	/* Either may be refused (no THP here): the pass measures what it gets. */
+	madvise((void *)at, RATE_BYTES, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	t0 = cpu_ns();
+	for (i = 0; i < RATE_BYTES; i += page)
+		at[i] = 1;
+	ns = cpu_ns() - t0;
+	munmap(map, len);
+	return ns ? (uint64_t)((unsigned __int128)RATE_BYTES * 1000000000ULL / ns) : 0;
+}
+
+int guard_arm__fault_rate(uint64_t *rate)
+{
+	uint64_t best = 0, r;
+	int i;
+
+	for (i = 0; i < 2 * RATE_TRIES; i++) {
+		r = fault_once(i & 1);
+		if (r > best)
+			best = r;
+	}
+	*rate = best;
+	return best ? 0 : -ENOMEM;
+}

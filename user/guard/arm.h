@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * When the guard's page programs are attached. Every page the host takes
+ * pays for the kernel's dispatch into BPF once they are (+6% of a
+ * page-fault storm here), and far from the floor they decide nothing:
+ * admission at GPU calls (uprobes, always attached) reads the kernel's
+ * counters by itself. So far from the floor they are detached, and a
+ * helper looks at the headroom every GUARD_LOOK_MS instead; it attaches
+ * them when the headroom falls under a margin that the host cannot
+ * consume between two looks:
+ *
+ *	margin = CPUs x rate x (GUARD_LATE_LOOKS x look + attach) x GUARD_FASTER
+ *
+ * rate: the fastest one CPU faulted fresh pages at start, 4 KiB or huge
+ * pages, in CPU time (so a busy host does not measure slow); attach: what
+ * attaching took at start; GUARD_LATE_LOOKS: a look may come one interval
+ * late; GUARD_FASTER: the kernel may hand out pages faster than faults
+ * take them (page cache, a driver's own loop). It detaches them again
+ * when the headroom has stayed over twice the margin for GUARD_FAR_MS.
+ */
+#ifndef UMTRACE_GUARD_ARM_H
+#define UMTRACE_GUARD_ARM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define GUARD_LOOK_MS		10
+#define GUARD_LATE_LOOKS	2
+#define GUARD_FASTER		2
+#define GUARD_FAR_MS		1000
+
+/* Shared by the daemon and its helper (a MAP_SHARED page). */
+struct guard_arm_shared {
+	uint64_t margin;	/* bytes; 0 until the helper has measured */
+	uint64_t rate;		/* bytes a second one CPU faulted */
+	uint64_t attach_us;	/* the first attach */
+	uint64_t arms, disarms, attach_failures;
+	int64_t arm_room, disarm_room;	/* bytes above the floor at the last of each */
+	int attach_err;			/* the last failure's -errno */
+	uint64_t looks;
+	uint64_t late_looks;	/* looks later than GUARD_LATE_LOOKS intervals */
+	uint64_t max_gap_us;	/* the longest between two looks */
+	uint64_t last_arm_us;	/* the last attach's own time */
+	bool on;		/* the page programs are attached */
+	bool for_good;		/* attached until the guard exits */
+};
+
+enum guard_arm_move {
+	GUARD_ARM_STAY,
+	GUARD_ARM_ATTACH,
+	GUARD_ARM_DETACH,
+};
+
+struct guard_arm_state {
+	bool on;
+	uint64_t far_since_ms;	/* 0: not far */
+};
+
+uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
+			   uint64_t attach_us);
+/*
+ * What to do after a look: have_room false means no figure (no sample
+ * yet, a counter unreadable): attached then.
+ */
+enum guard_arm_move guard_arm__decide(struct guard_arm_state *st, bool have_room,
+				      int64_t room, uint64_t margin, uint64_t now_ms);
+/* The fastest one CPU faults fresh anonymous pages, bytes a second. 0 or -errno. */
+int guard_arm__fault_rate(uint64_t *rate);
+
+#endif /* UMTRACE_GUARD_ARM_H */

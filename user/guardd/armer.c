@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The page programs' helper (guard/arm.h says when they are attached): a
+ * process of its own, forked at arming, that looks at the headroom every
+ * GUARD_LOOK_MS and attaches or detaches them. A process, not a thread,
+ * so that each of it and the daemon outlives the other's death:
+ *  - the daemon killed: the helper sees its pidfd, attaches and pins the
+ *    page programs if the kernel side is left armed, and exits; a pinned
+ *    kernel side then decides at every page, as it did before the helper.
+ *  - the helper killed: the daemon reaps it and attaches them itself,
+ *    until it exits.
+ * It runs SCHED_FIFO where it may, so that a host busy faulting pages
+ * does not make its looks late.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include "guardd/guard.h"
+#include "guard/arm.h"
+#include "guard/kernel.h"
+#include "lib/sys.h"
+#include "lib/units.h"
+
+#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
+
+static void set_helper(struct guard *g, pid_t pid)
+{
+	guard_kernel__set_helper(&g->session.probes, (uint32_t)pid);
+}
+
+static int attach(struct guard *g, struct guard_page_links *l)
+{
+	uint64_t t0 = clock__mono_ns();
+	int err = guard_kernel__attach_pages(&g->session.probes, l, g->pins.dir);
+
+	if (!err)
+		g->armer.sh->last_arm_us = (clock__mono_ns() - t0) / 1000;
+	return err;
+}
+
+/* The daemon is gone: leave a pinned kernel side deciding at every page. */
+static void orphaned(struct guard *g, struct guard_page_links *l)
+{
+	if (!g->pins.dir || !guard_pins__armed(g->pins.dir))
+		_exit(0);	/* a clean exit, or nothing pinned: nothing to keep */
+	if (guard_kernel__pages_pinned(g->pins.dir))
+		_exit(0);
+	if (attach(g, l))
+		wlog("guard: the daemon is gone and the page programs cannot be attached: "
+		     "only GPU calls are checked");
+	else
+		wlog("guard: the daemon is gone: its kernel side stays armed, page programs "
+		     "attached");
+	_exit(0);
+}
+
+static void measure(struct guard *g)
+{
+	struct guard_arm_shared *sh = g->armer.sh;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t rate;
+
+	if (guard_arm__fault_rate(&rate)) {
+		sh->margin = UINT64_MAX;	/* never detached */
+		return;
+	}
+	sh->rate = rate;
+	WRITE_ONCE(sh->margin, guard_arm__margin(cpus > 0 ? (unsigned int)cpus : 1, rate,
+						 GUARD_LOOK_MS, sh->attach_us));
+}
+
+/*
+ * The helper writes nothing to stderr while it looks: the daemon logs
+ * what it did (guard_armer__tick). A write stuck on a full pipe would stop
+ * its looks, and detached, nothing else would look.
+ */
+static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_state *st,
+		enum guard_arm_move mv, int64_t room)
+{
+	struct guard_arm_shared *sh = g->armer.sh;
+	int err;
+
+	if (mv == GUARD_ARM_DETACH) {
+		guard_kernel__detach_pages(l, g->pins.dir);
+		sh->on = false;
+		sh->disarm_room = room;
+		__atomic_store_n(&sh->disarms, sh->disarms + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (mv != GUARD_ARM_ATTACH)
+		return;
+	err = attach(g, l);
+	if (err) {
+		st->on = false;		/* the next look tries again */
+		sh->attach_err = err;
+		__atomic_store_n(&sh->attach_failures, sh->attach_failures + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	sh->on = true;
+	sh->arm_room = room;
+	__atomic_store_n(&sh->arms, sh->arms + 1, __ATOMIC_RELEASE);
+}
+
+static void look(struct guard *g, struct guard_page_links *l, struct guard_arm_state *st)
+{
+	int64_t room = 0;
+	bool have = !guard_kernel__look(&g->session.probes, &room);
+	enum guard_arm_move mv;
+
+	mv = guard_arm__decide(st, have, room, g->armer.sh->margin, clock__mono_ms());
+	act(g, l, st, mv, room);
+}
+
+static void note_gap(struct guard_arm_shared *sh, uint64_t us)
+{
+	sh->looks++;
+	if (us > GUARD_LATE_LOOKS * GUARD_LOOK_MS * 1000ULL)
+		sh->late_looks++;
+	if (us > sh->max_gap_us)
+		sh->max_gap_us = us;
+}
+
+static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
+						   struct guard_page_links *l)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	struct guard_arm_state st = { .on = true };
+	struct pollfd pfd = { .events = POLLIN };
+	uint64_t last, now;
+
+	set_helper(g, getpid());
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_NAME, "umtrace-arm");
+	pfd.fd = (int)syscall(SYS_pidfd_open, daemon, 0);
+	if (pfd.fd < 0 || getppid() != daemon)
+		orphaned(g, l);
+	if (sched_setscheduler(0, SCHED_FIFO, &sp))
+		vlog("guard: the page programs' helper runs at normal priority: %s",
+		     strerror(errno));
+	session__drop_caps(&g->session);
+	measure(g);
+	last = clock__mono_ns();
+	for (;;) {
+		if (poll(&pfd, 1, GUARD_LOOK_MS) > 0)
+			orphaned(g, l);
+		now = clock__mono_ns();
+		note_gap(g->armer.sh, (now - last) / 1000);
+		last = now;
+		look(g, l, &st);
+	}
+}
+
+/* The rest of the daemon cannot use them: see guard/arm.h. */
+static bool auto_allowed(struct guard *g, const char **why)
+{
+	*why = NULL;
+	if (g->opt.cfg.pages_always)
+		*why = "--page-programs always";
+	else if (g->opt.ao.managed_faults)
+		*why = "--managed-faults counts pages at every fault";
+	else if (!guard_kernel__exact(&g->session.probes))
+		*why = "the kernel's counters are not used";
+	return !*why;
+}
+
+int guard_armer__start(struct guard *g)
+{
+	struct guard_armer *a = &g->armer;
+	uint64_t t0 = clock__mono_ns();
+	const char *why;
+	pid_t pid;
+	int err;
+
+	a->sh = mmap(NULL, sizeof(*a->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		     -1, 0);
+	if (a->sh == MAP_FAILED) {
+		a->sh = NULL;
+		return -errno;
+	}
+	memset(a->sh, 0, sizeof(*a->sh));
+	/* Attached from the start: the helper detaches them once it knows it may. */
+	err = guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir);
+	if (err) {
+		elog("cannot attach the page programs: %s", strerror(-err));
+		return err;
+	}
+	a->sh->attach_us = (clock__mono_ns() - t0) / 1000;
+	a->sh->on = true;
+	if (!auto_allowed(g, &why)) {
+		a->sh->for_good = true;
+		vlog("guard: page programs attached all the time: %s", why);
+		return 0;
+	}
+	pid = fork();
+	if (pid < 0) {
+		a->sh->for_good = true;
+		wlog("guard: cannot start the page programs' helper (%s): they stay attached",
+		     strerror(errno));
+		return 0;
+	}
+	if (!pid)
+		helper_main(g, getppid(), &a->links);
+	a->pid = pid;
+	set_helper(g, pid);
+	/* The helper and the pins hold them now. */
+	guard_kernel__drop_pages(&a->links);
+	return 0;
+}
+
+/* The helper died: keep the page programs attached from here on. */
+static void helper_died(struct guard *g, int status)
+{
+	struct guard_armer *a = &g->armer;
+
+	a->pid = 0;
+	a->sh->for_good = true;
+	if (guard_kernel__pages_pinned(g->pins.dir)) {
+		a->sh->on = true;
+	} else if (guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir)) {
+		a->sh->on = false;
+		wlog("guard: the page programs' helper died and they cannot be attached: only "
+		     "GPU calls are checked");
+		return;
+	}
+	a->sh->on = true;
+	wlog("guard: the page programs' helper died (%s %d): they stay attached",
+	     WIFSIGNALED(status) ? "signal" : "status",
+	     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+}
+
+static void log_room(const char *what, int64_t room, const char *more)
+{
+	char b[32];
+
+	vlog("guard: page programs %s: %s%s above the floor%s", what, room < 0 ? "-" : "",
+	     fmt_bytes(room < 0 ? (uint64_t)-room : (uint64_t)room, b, sizeof(b)), more);
+}
+
+void guard_armer__tick(struct guard *g)
+{
+	struct guard_armer *a = &g->armer;
+	const struct guard_arm_shared *sh = a->sh;
+	uint64_t arms, disarms, fails;
+	char m[32], r[32], what[64];
+
+	if (!sh || !a->pid)
+		return;
+	if (!a->margin_said && READ_ONCE(sh->margin)) {
+		a->margin_said = true;
+		if (sh->margin == UINT64_MAX)
+			wlog("guard: cannot measure the fault rate: page programs stay attached");
+		else
+			vlog("guard: page programs attached within %s of the floor: %ld CPUs x "
+			     "%s/s x (%u x %u ms + %llu us) x %u",
+			     fmt_bytes(sh->margin, m, sizeof(m)), sysconf(_SC_NPROCESSORS_ONLN),
+			     fmt_bytes(sh->rate, r, sizeof(r)), GUARD_LATE_LOOKS, GUARD_LOOK_MS,
+			     (unsigned long long)sh->attach_us, GUARD_FASTER);
+	}
+	arms = __atomic_load_n(&sh->arms, __ATOMIC_ACQUIRE);
+	disarms = __atomic_load_n(&sh->disarms, __ATOMIC_ACQUIRE);
+	fails = __atomic_load_n(&sh->attach_failures, __ATOMIC_ACQUIRE);
+	if (disarms != a->disarms_said && arms == a->arms_said)
+		log_room("detached", sh->disarm_room, "");
+	if (arms != a->arms_said) {
+		snprintf(what, sizeof(what), "attached in %llu us",
+			 (unsigned long long)sh->last_arm_us);
+		log_room(what, sh->arm_room, arms - a->arms_said > 1 ? " (the last of several)" : "");
+	}
+	if (fails != a->fails_said)
+		wlog("guard: cannot attach the page programs (%s): the helper tries again",
+		     strerror(-sh->attach_err));
+	a->arms_said = arms;
+	a->disarms_said = disarms;
+	a->fails_said = fails;
+}
+
+bool guard_armer__reaped(struct guard *g, pid_t pid, int status)
+{
+	if (!pid || pid != g->armer.pid)
+		return false;
+	helper_died(g, status);
+	return true;
+}
+
+void guard_armer__stop(struct guard *g)
+{
+	struct guard_armer *a = &g->armer;
+
+	if (a->pid > 0) {
+		kill(a->pid, SIGKILL);
+		waitpid(a->pid, NULL, 0);
+		a->pid = 0;
+	}
+	guard_kernel__drop_pages(&a->links);
+	if (a->sh)
+		munmap(a->sh, sizeof(*a->sh));
+	a->sh = NULL;
+}
