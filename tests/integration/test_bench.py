@@ -105,8 +105,9 @@ def test_interleave_clones_a_running_guard(env):
     is gone."""
     tool, _ = _paths(env)
     state = env.tmpfile("guard.state")
+    # Attached all the time: far from the floor the guard has none.
     g = env.popen([env.umtrace, "guard", "--floor", "1%", "--no-pin", "--libcuda", env.fake,
-                   "--state-file", state])
+                   "--state-file", state, "--page-programs", "always"])
     wait_line(g.stderr, "armed", 30)
     p = env.popen([tool, "-p", str(g.pid), "-n", "4", "-m", "4", f"{env.out}/umtrace.bpf.o"])
     assert readline(p.stdout, 30, "'ready'") == "ready\n"

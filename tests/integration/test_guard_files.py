@@ -11,7 +11,8 @@ import harness
 
 # Every key guard_config knows (user/guard/config.c).
 CONFIG_KEYS = {"floor", "low", "drop", "metric", "action", "scope", "protect", "dry_run",
-               "auto_resume", "on_stop", "postmortem_dir", "metrics_file", "libcuda", "torch"}
+               "auto_resume", "on_stop", "postmortem_dir", "metrics_file", "libcuda", "torch",
+               "page_programs"}
 
 
 def unit_test_bin(env, name):
@@ -94,7 +95,7 @@ def test_guard_files_systemd_unit(env):
                      text, re.M), "ExecStart"
     caps = re.search(r"^CapabilityBoundingSet=(.*)$", text, re.M).group(1).split()
     assert set(caps) == {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_KILL",
-                         "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH"}, caps
+                         "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH", "CAP_SYS_NICE"}, caps
     for line in ("OOMScoreAdjust=-1000", "MemoryMax=64M", "ProtectSystem=strict",
                  "Documentation=man:umtrace-guard(8)",
                  "NoNewPrivileges=yes", "PrivateTmp=yes", "Restart=on-failure"):

@@ -13,7 +13,7 @@ import threading
 import time
 
 from harness import Skip, TraceResult, readline
-from test_guard import Guard
+from test_guard import Guard, bring_memory_in
 
 MIB = 1 << 20
 
@@ -222,9 +222,17 @@ def start_guard(env, extra=()):
 
 
 def test_guard_drops_capabilities(env):
-    """The guard keeps the tracing set and CAP_KILL (other users' jobs)."""
+    """The guard keeps the tracing set and CAP_KILL (other users' jobs), and
+    so does its page programs' helper, once it has set its priority (there
+    is one where the kernel's counters are used)."""
+    bring_memory_in(env)
     g = start_guard(env)
     assert_dropped(g.p.pid, expected(GUARD))
+    r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"],
+                       capture_output=True, text=True, timeout=30)
+    helpers = r.stdout.split()
+    assert len(helpers) == 1, f"helpers: {helpers}"
+    assert_dropped(int(helpers[0]), expected(GUARD))
     err = g.stop()
     assert "warning" not in err, err[-600:]
 
