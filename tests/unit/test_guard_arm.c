@@ -62,6 +62,24 @@ static void test_detach_hysteresis(void)
 	CHECK(!st.on, "off", "still on");
 }
 
+/*
+ * Above the margin a look may wait until the whole host, at twice the
+ * rate, could have brought the headroom down to it; never under a look's
+ * interval, never over GUARD_LOOK_MAX_MS.
+ */
+static void test_next_look(void)
+{
+	/* 2 CPUs x 1 GiB/s x 2: 4 GiB/s; 1 GiB over the margin is 250 ms. */
+	CHECK_EQ(guard_arm__next_look_ms(true, 2 * GIB, GIB, 2, GIB), 250, "250 ms");
+	CHECK_EQ(guard_arm__next_look_ms(true, GIB + MIB, GIB, 2, GIB), GUARD_LOOK_MS, "near");
+	CHECK_EQ(guard_arm__next_look_ms(true, GIB / 2, GIB, 2, GIB), GUARD_LOOK_MS, "under");
+	CHECK_EQ(guard_arm__next_look_ms(true, -1, GIB, 2, GIB), GUARD_LOOK_MS, "below");
+	CHECK_EQ(guard_arm__next_look_ms(false, 100 * GIB, GIB, 2, GIB), GUARD_LOOK_MS,
+		 "no figure");
+	CHECK_EQ(guard_arm__next_look_ms(true, 100 * GIB, GIB, 2, GIB), GUARD_LOOK_MAX_MS, "far");
+	CHECK_EQ(guard_arm__next_look_ms(true, 100 * GIB, GIB, 2, 0), GUARD_LOOK_MS, "no rate");
+}
+
 static void test_fault_rate(void)
 {
 	uint64_t rate = 0;
@@ -77,6 +95,7 @@ int main(void)
 	RUN_SUBTEST(test_attach_near);
 	RUN_SUBTEST(test_attach_without_figure);
 	RUN_SUBTEST(test_detach_hysteresis);
+	RUN_SUBTEST(test_next_look);
 	RUN_SUBTEST(test_fault_rate);
 	return CHECK_EXIT();
 }

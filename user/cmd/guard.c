@@ -56,9 +56,9 @@ void guard_usage(FILE *f)
 "      --no-torch           leave it alone (over torch = true in --config)\n"
 "      --page-programs auto|always  auto (default): the per-page programs are\n"
 "                           attached only within a margin of the floor that\n"
-"                           the host cannot cross between two looks (every\n"
-"                           10 ms); always: attached all the time, every GPU\n"
-"                           call's host pages counted\n");
+"                           the host cannot cross between two looks (10 ms\n"
+"                           apart near it); always: attached all the time,\n"
+"                           every GPU call's host pages counted\n");
 	attach_opts__usage(f);
 	fprintf(f,
 "  -h, --help               show this help\n"

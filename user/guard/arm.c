@@ -47,6 +47,20 @@ enum guard_arm_move guard_arm__decide(struct guard_arm_state *st, bool have_room
 	return GUARD_ARM_DETACH;
 }
 
+unsigned int guard_arm__next_look_ms(bool have_room, int64_t room, uint64_t margin,
+				     unsigned int cpus, uint64_t rate)
+{
+	unsigned __int128 speed = (unsigned __int128)cpus * rate * GUARD_FASTER;
+	unsigned __int128 ms;
+
+	if (!have_room || room < 0 || (uint64_t)room <= margin || !speed)
+		return GUARD_LOOK_MS;
+	ms = ((uint64_t)room - margin) * (unsigned __int128)1000 / speed;
+	if (ms < GUARD_LOOK_MS)
+		return GUARD_LOOK_MS;
+	return ms > GUARD_LOOK_MAX_MS ? GUARD_LOOK_MAX_MS : (unsigned int)ms;
+}
+
 static uint64_t cpu_ns(void)
 {
 	struct timespec t;

@@ -5,9 +5,9 @@
  * page-fault storm here), and far from the floor they decide nothing:
  * admission at GPU calls (uprobes, always attached) reads the kernel's
  * counters by itself. So far from the floor they are detached, and a
- * helper looks at the headroom every GUARD_LOOK_MS instead; it attaches
- * them when the headroom falls under a margin that the host cannot
- * consume between two looks:
+ * helper looks at the headroom instead; it attaches them when the
+ * headroom falls under a margin that the host cannot consume between two
+ * looks GUARD_LOOK_MS apart:
  *
  *	margin = CPUs x rate x (GUARD_LATE_LOOKS x look + attach) x GUARD_FASTER
  *
@@ -17,6 +17,11 @@
  * late; GUARD_FASTER: the kernel may hand out pages faster than faults
  * take them (page cache, a driver's own loop). It detaches them again
  * when the headroom has stayed over twice the margin for GUARD_FAR_MS.
+ *
+ * Above the margin, the next look may wait as long as the whole host, at
+ * GUARD_FASTER times the rate, would take to bring the headroom down to
+ * the margin (up to GUARD_LOOK_MAX_MS): far from the floor the helper
+ * wakes a few times a second, not a hundred.
  */
 #ifndef UMTRACE_GUARD_ARM_H
 #define UMTRACE_GUARD_ARM_H
@@ -28,6 +33,7 @@
 #define GUARD_LATE_LOOKS	2
 #define GUARD_FASTER		2
 #define GUARD_FAR_MS		1000
+#define GUARD_LOOK_MAX_MS	1000
 
 /* Shared by the daemon and its helper (a MAP_SHARED page). */
 struct guard_arm_shared {
@@ -38,8 +44,8 @@ struct guard_arm_shared {
 	int64_t arm_room, disarm_room;	/* bytes above the floor at the last of each */
 	int attach_err;			/* the last failure's -errno */
 	uint64_t looks;
-	uint64_t late_looks;	/* looks later than GUARD_LATE_LOOKS intervals */
-	uint64_t max_gap_us;	/* the longest between two looks */
+	uint64_t late_looks;	/* looks over GUARD_LOOK_MS past their time */
+	uint64_t max_late_us;	/* the most a look came past its time */
 	uint64_t last_arm_us;	/* the last attach's own time */
 	bool on;		/* the page programs are attached */
 	bool for_good;		/* attached until the guard exits */
@@ -64,6 +70,12 @@ uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_m
  */
 enum guard_arm_move guard_arm__decide(struct guard_arm_state *st, bool have_room,
 				      int64_t room, uint64_t margin, uint64_t now_ms);
+/*
+ * How long the next look may wait, in ms: GUARD_LOOK_MS near the margin
+ * or without a figure, longer the further above it.
+ */
+unsigned int guard_arm__next_look_ms(bool have_room, int64_t room, uint64_t margin,
+				     unsigned int cpus, uint64_t rate);
 /* The fastest one CPU faults fresh anonymous pages, bytes a second. 0 or -errno. */
 int guard_arm__fault_rate(uint64_t *rate);
 

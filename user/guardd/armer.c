@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The page programs' helper (guard/arm.h says when they are attached): a
- * process of its own, forked at arming, that looks at the headroom every
- * GUARD_LOOK_MS and attaches or detaches them. A process, not a thread,
+ * process of its own, forked at arming, that looks at the headroom (every
+ * GUARD_LOOK_MS near the floor, seldom far from it) and attaches or
+ * detaches them. A process, not a thread,
  * so that each of it and the daemon outlives the other's death:
  *  - the daemon killed: the helper sees its pidfd, attaches and pins the
  *    page programs if the kernel side is left armed, and exits; a pinned
@@ -62,10 +63,9 @@ static void orphaned(struct guard *g, struct guard_page_links *l)
 	_exit(0);
 }
 
-static void measure(struct guard *g)
+static void measure(struct guard *g, unsigned int cpus)
 {
 	struct guard_arm_shared *sh = g->armer.sh;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t rate;
 
 	if (guard_arm__fault_rate(&rate)) {
@@ -73,8 +73,7 @@ static void measure(struct guard *g)
 		return;
 	}
 	sh->rate = rate;
-	WRITE_ONCE(sh->margin, guard_arm__margin(cpus > 0 ? (unsigned int)cpus : 1, rate,
-						 GUARD_LOOK_MS, sh->attach_us));
+	WRITE_ONCE(sh->margin, guard_arm__margin(cpus, rate, GUARD_LOOK_MS, sh->attach_us));
 }
 
 /*
@@ -109,23 +108,30 @@ static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_st
 	__atomic_store_n(&sh->arms, sh->arms + 1, __ATOMIC_RELEASE);
 }
 
-static void look(struct guard *g, struct guard_page_links *l, struct guard_arm_state *st)
+/* One look and what it calls for; when the next one is due, in ms. */
+static unsigned int look(struct guard *g, struct guard_page_links *l,
+			 struct guard_arm_state *st, unsigned int cpus)
 {
+	const struct guard_arm_shared *sh = g->armer.sh;
 	int64_t room = 0;
 	bool have = !guard_kernel__look(&g->session.probes, &room);
 	enum guard_arm_move mv;
 
-	mv = guard_arm__decide(st, have, room, g->armer.sh->margin, clock__mono_ms());
+	mv = guard_arm__decide(st, have, room, sh->margin, clock__mono_ms());
 	act(g, l, st, mv, room);
+	if (st->on)
+		return GUARD_LOOK_MS;
+	return guard_arm__next_look_ms(have, room, sh->margin, cpus, sh->rate);
 }
 
-static void note_gap(struct guard_arm_shared *sh, uint64_t us)
+/* A look came late_us past its time (the margin covers GUARD_LOOK_MS). */
+static void note_late(struct guard_arm_shared *sh, int64_t late_us)
 {
 	sh->looks++;
-	if (us > GUARD_LATE_LOOKS * GUARD_LOOK_MS * 1000ULL)
+	if (late_us > GUARD_LOOK_MS * 1000LL)
 		sh->late_looks++;
-	if (us > sh->max_gap_us)
-		sh->max_gap_us = us;
+	if (late_us > 0 && (uint64_t)late_us > sh->max_late_us)
+		sh->max_late_us = (uint64_t)late_us;
 }
 
 static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
@@ -134,7 +140,9 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	struct sched_param sp = { .sched_priority = 1 };
 	struct guard_arm_state st = { .on = true };
 	struct pollfd pfd = { .events = POLLIN };
-	uint64_t last, now;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int cpus = online > 0 ? (unsigned int)online : 1, next = GUARD_LOOK_MS;
+	uint64_t due;
 
 	set_helper(g, getpid());
 	signal(SIGINT, SIG_IGN);
@@ -149,15 +157,13 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 		vlog("guard: the page programs' helper runs at normal priority: %s",
 		     strerror(errno));
 	session__drop_caps(&g->session);
-	measure(g);
-	last = clock__mono_ns();
+	measure(g, cpus);
 	for (;;) {
-		if (poll(&pfd, 1, GUARD_LOOK_MS) > 0)
+		due = clock__mono_ns() + next * 1000000ULL;
+		if (poll(&pfd, 1, (int)next) > 0)
 			orphaned(g, l);
-		now = clock__mono_ns();
-		note_gap(g->armer.sh, (now - last) / 1000);
-		last = now;
-		look(g, l, &st);
+		note_late(g->armer.sh, ((int64_t)clock__mono_ns() - (int64_t)due) / 1000);
+		next = look(g, l, &st, cpus);
 	}
 }
 
