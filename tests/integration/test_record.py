@@ -179,13 +179,20 @@ def test_record_survives_kill9(env):
     """kill -9 the recorder mid-run: the file reads, up to about a second
     before the kill."""
     path = env.tmpfile("killed.umt")
-    job = env.popen([env.alloc_mix, "-d", "500", "-n", "150000", "-s", "64K", "-a", "alloc",
-                     "-F", "-o", "/dev/null"])
+    # Calls until it is killed, however fast this machine makes them.
+    job = env.popen([env.alloc_mix, "-d", "500", "-n", "100000000", "-s", "64K", "-a",
+                     "alloc", "-F", "-o", "/dev/null"])
     rec = env.popen([env.umtrace, "record", "-o", path, "--libcuda", env.fake,
                      "-p", str(job.pid)])
     _attached(rec, "record")
-    time.sleep(3.0)
-    assert job.poll() is None, "the workload ended before the kill"
+    # Mid-run: the recorder has written a chunk, and another since.
+    deadline = time.monotonic() + 60
+    sizes = set()
+    while len(sizes - {0}) < 2:
+        assert time.monotonic() < deadline, f"the recording did not grow: sizes {sizes}"
+        assert job.poll() is None, "the workload ended before the kill"
+        sizes.add(os.path.getsize(path) if os.path.exists(path) else 0)
+        time.sleep(0.05)
     rec.send_signal(signal.SIGKILL)
     killed_ns = time.monotonic_ns()
     rec.wait(timeout=10)
