@@ -16,6 +16,7 @@
 
 struct umtrace_bpf;
 struct bpf_link;
+struct bpf_program;
 
 /* The guard's kernel side (bpf/guard.bpf.h), fixed at load. */
 struct guard_kcfg {
@@ -70,6 +71,12 @@ struct probe_stats {
 int probes__check_env(void);
 int probes__load(struct probes *p, const struct probe_cfg *cfg);
 int probes__attach_kernel(struct probes *p);
+/*
+ * With guard_kcfg.defer_pages, the programs probes__attach_kernel leaves
+ * to the guard (the memory tracepoints': guard/kernel.h), those loaded.
+ */
+#define PROBES_MAX_DEFERRED 8
+size_t probes__deferred(const struct probes *p, struct bpf_program **out, size_t max);
 /*
  * Attach to every probed symbol the library defines; returns how many.
  * discovered: found in a process's mappings, so it may be gone already.

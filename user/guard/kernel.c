@@ -197,59 +197,77 @@ int guard_kernel__look(struct probes *p, int64_t *room)
 	return 0;
 }
 
-#define PIN_ALLOC "pages-alloc"
-#define PIN_FREE "pages-free"
-
-static int attach_one(struct bpf_program *prog, struct bpf_link **link,
-		      const char *pin_dir, const char *name)
+static size_t page_progs(const struct probes *p, struct bpf_program **out)
 {
-	int err;
+	return probes__deferred(p, out, GUARD_PAGE_PROGS);
+}
 
-	*link = bpf_program__attach(prog);
-	if (!*link)
-		return -errno;
-	if (!pin_dir)
-		return 0;
-	err = guard_pins__pin_fd(pin_dir, name, bpf_link__fd(*link));
-	if (err) {
-		bpf_link__destroy(*link);
-		*link = NULL;
-	}
-	return err;
+static void pin_name(const struct bpf_program *prog, char *buf, size_t len)
+{
+	snprintf(buf, len, "pages-%s", bpf_program__name(prog));
 }
 
 int guard_kernel__attach_pages(struct probes *p, struct guard_page_links *l,
 			       const char *pin_dir)
 {
-	int err;
+	struct bpf_program *progs[GUARD_PAGE_PROGS];
+	size_t i, n = page_progs(p, progs);
+	char name[64];
+	int err = 0;
 
-	err = attach_one(p->skel->progs.page_alloc, &l->alloc, pin_dir, PIN_ALLOC);
-	if (!err)
-		err = attach_one(p->skel->progs.page_free, &l->free, pin_dir, PIN_FREE);
+	for (i = 0; i < n && !err; i++) {
+		l->link[i] = bpf_program__attach(progs[i]);
+		if (!l->link[i]) {
+			err = -errno;
+			break;
+		}
+		pin_name(progs[i], name, sizeof(name));
+		if (pin_dir)
+			err = guard_pins__pin_fd(pin_dir, name, bpf_link__fd(l->link[i]));
+	}
 	if (err)
-		guard_kernel__detach_pages(l, pin_dir);
+		guard_kernel__detach_pages(p, l, pin_dir);
 	return err;
 }
 
-void guard_kernel__detach_pages(struct guard_page_links *l, const char *pin_dir)
+void guard_kernel__detach_pages(struct probes *p, struct guard_page_links *l,
+				const char *pin_dir)
 {
-	if (pin_dir) {
-		guard_pins__unpin(pin_dir, PIN_ALLOC);
-		guard_pins__unpin(pin_dir, PIN_FREE);
+	struct bpf_program *progs[GUARD_PAGE_PROGS];
+	size_t i, n = page_progs(p, progs);
+	char name[64];
+
+	for (i = 0; i < n && pin_dir; i++) {
+		pin_name(progs[i], name, sizeof(name));
+		guard_pins__unpin(pin_dir, name);
 	}
 	guard_kernel__drop_pages(l);
 }
 
 void guard_kernel__drop_pages(struct guard_page_links *l)
 {
-	bpf_link__destroy(l->alloc);
-	bpf_link__destroy(l->free);
-	l->alloc = l->free = NULL;
+	size_t i;
+
+	for (i = 0; i < GUARD_PAGE_PROGS; i++) {
+		bpf_link__destroy(l->link[i]);
+		l->link[i] = NULL;
+	}
 }
 
-bool guard_kernel__pages_pinned(const char *pin_dir)
+bool guard_kernel__pages_pinned(const struct probes *p, const char *pin_dir)
 {
-	return pin_dir && guard_pins__has(pin_dir, PIN_ALLOC) && guard_pins__has(pin_dir, PIN_FREE);
+	struct bpf_program *progs[GUARD_PAGE_PROGS];
+	size_t i, n = page_progs(p, progs);
+	char name[64];
+
+	if (!pin_dir)
+		return false;
+	for (i = 0; i < n; i++) {
+		pin_name(progs[i], name, sizeof(name));
+		if (!guard_pins__has(pin_dir, name))
+			return false;
+	}
+	return true;
 }
 
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in)

@@ -73,9 +73,16 @@ bool guard_kernel__exact(const struct probes *p);
 void guard_kernel__set_helper(struct probes *p, uint32_t pid);
 int guard_kernel__look(struct probes *p, int64_t *room);
 
-/* The per-page programs, attached apart from the rest (guard/arm.h). */
+/*
+ * The memory tracepoints' programs, attached apart from the rest near
+ * the floor only (guard/arm.h): the page allocator's, and reclaim's and
+ * compaction's, whose tracepoints cost a page-fault storm about 2% each
+ * here while attached, though they never fire in it.
+ */
+#define GUARD_PAGE_PROGS PROBES_MAX_DEFERRED
+
 struct guard_page_links {
-	struct bpf_link *alloc, *free;
+	struct bpf_link *link[GUARD_PAGE_PROGS];
 };
 
 /*
@@ -85,11 +92,12 @@ struct guard_page_links {
 int guard_kernel__attach_pages(struct probes *p, struct guard_page_links *l,
 			       const char *pin_dir);
 /* Unpin and detach: they go once no other process holds them. */
-void guard_kernel__detach_pages(struct guard_page_links *l, const char *pin_dir);
+void guard_kernel__detach_pages(struct probes *p, struct guard_page_links *l,
+				const char *pin_dir);
 /* Forget them here: another process (or the pins) holds them. */
 void guard_kernel__drop_pages(struct guard_page_links *l);
 /* pin_dir holds them pinned: they stay attached whoever holds them. */
-bool guard_kernel__pages_pinned(const char *pin_dir);
+bool guard_kernel__pages_pinned(const struct probes *p, const char *pin_dir);
 
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);
 /* --scope comm: a process name's verdict. 0 or -errno. */

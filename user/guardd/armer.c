@@ -52,7 +52,7 @@ static void orphaned(struct guard *g, struct guard_page_links *l)
 {
 	if (!g->pins.dir || !guard_pins__armed(g->pins.dir))
 		_exit(0);	/* a clean exit, or nothing pinned: nothing to keep */
-	if (guard_kernel__pages_pinned(g->pins.dir))
+	if (guard_kernel__pages_pinned(&g->session.probes, g->pins.dir))
 		_exit(0);
 	if (attach(g, l))
 		wlog("guard: the daemon is gone and the page programs cannot be attached: "
@@ -88,7 +88,7 @@ static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_st
 	int err;
 
 	if (mv == GUARD_ARM_DETACH) {
-		guard_kernel__detach_pages(l, g->pins.dir);
+		guard_kernel__detach_pages(&g->session.probes, l, g->pins.dir);
 		sh->on = false;
 		sh->disarm_room = room;
 		__atomic_store_n(&sh->disarms, sh->disarms + 1, __ATOMIC_RELEASE);
@@ -108,20 +108,25 @@ static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_st
 	__atomic_store_n(&sh->arms, sh->arms + 1, __ATOMIC_RELEASE);
 }
 
-/* One look and what it calls for; when the next one is due, in ms. */
+/*
+ * One look and what it calls for; when the next one is due, in ms. The
+ * margin is kept above LOW, not the floor: the reclaim rule decides there,
+ * and its program is attached with the page programs.
+ */
 static unsigned int look(struct guard *g, struct guard_page_links *l,
 			 struct guard_arm_state *st, unsigned int cpus)
 {
 	const struct guard_arm_shared *sh = g->armer.sh;
-	int64_t room = 0;
+	int64_t room = 0, above_low;
 	bool have = !guard_kernel__look(&g->session.probes, &room);
 	enum guard_arm_move mv;
 
-	mv = guard_arm__decide(st, have, room, sh->margin, clock__mono_ms());
+	above_low = room - (int64_t)(g->opt.pol.low - g->opt.pol.floor);
+	mv = guard_arm__decide(st, have, above_low, sh->margin, clock__mono_ms());
 	act(g, l, st, mv, room);
 	if (st->on)
 		return GUARD_LOOK_MS;
-	return guard_arm__next_look_ms(have, room, sh->margin, cpus, sh->rate);
+	return guard_arm__next_look_ms(have, above_low, sh->margin, cpus, sh->rate);
 }
 
 /* A look came late_us past its time (the margin covers GUARD_LOOK_MS). */
@@ -231,7 +236,7 @@ static void helper_died(struct guard *g, int status)
 
 	a->pid = 0;
 	a->sh->for_good = true;
-	if (guard_kernel__pages_pinned(g->pins.dir)) {
+	if (guard_kernel__pages_pinned(&g->session.probes, g->pins.dir)) {
 		a->sh->on = true;
 	} else if (guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir)) {
 		a->sh->on = false;
