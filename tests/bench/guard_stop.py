@@ -8,7 +8,10 @@ Hogs, each run at the fastest rate this machine reaches:
   page  anonymous pages faulted in 4 MiB at a time (tests/workloads/pagehog)
 
 Per run the floor is set BENCH_HEADROOM_MIB below what is available, so the
-real host is never at risk. Figures:
+real host is never at risk. Each hog starts once the guard's helper has
+detached its page programs (over twice its margin from the floor): the hog
+crosses the arming on its way (page_programs_at_start in the JSON says
+where it did not). Figures:
   overshoot  how far MemAvailable went below the floor (negative: the stop
              came that much before it), from 1 ms samples and after the stop
   latency    from the kernel's decision (ts= in the guard's stop line,
@@ -71,6 +74,26 @@ def start_guard(out, floor, tmp):
     raise RuntimeError("the guard did not arm")
 
 
+def settle(out, tmp, g, timeout=30):
+    """Until the guard's helper has detached its page programs (or said they
+    stay attached): each hog then starts far from the floor as the guard
+    sees it, and crosses the arming on its way. Returns that state."""
+    deadline = time.monotonic() + timeout
+    st = {}
+    while time.monotonic() < deadline and g.poll() is None:
+        r = subprocess.run([os.path.join(out, "umtrace"), "status", "--json", "--state-file",
+                            os.path.join(tmp, "state")], capture_output=True, text=True,
+                           timeout=10)
+        try:
+            st = json.loads(r.stdout)
+        except ValueError:
+            st = {}
+        if st.get("page_programs") in ("detached", "always"):
+            break
+        time.sleep(0.05)
+    return st.get("page_programs")
+
+
 class Deliveries:
     """SIGSTOP deliveries by pid, from bpftrace's signal_deliver (ns, monotonic)."""
 
@@ -123,6 +146,7 @@ class Deliveries:
 def run_guard(out, kind, tmp, deliveries):
     floor = available() - HEADROOM
     g = start_guard(out, floor, tmp)
+    pages = settle(out, tmp, g)
     hog = subprocess.Popen(hog_argv(out, kind))
     t_start = time.monotonic()
     low, t_stop = available(), None
@@ -150,6 +174,7 @@ def run_guard(out, kind, tmp, deliveries):
             "latency_ms": (t_stop - decided) / 1e6, "rate_mib_s": rate / MIB,
             "deliver_ms": (delivered - decided) / 1e6 if delivered else None,
             "reason": re.search(r"reason=(\w+)", err[m.start():]).group(1),
+            "page_programs_at_start": pages,
             "line": err[m.start():].split("\n", 1)[0]}
 
 
@@ -214,6 +239,10 @@ def main():
               f" {p99(dlv) if dlv else nan:6.2f}  {summary(lat):<26}"
               f" {p99(lat) if lat else nan:6.2f}  "
               f"{statistics.median(rate) if rate else nan:6.0f}")
+    starts = [r.get("page_programs_at_start") for k, runs in results.items()
+              if k.startswith("guard/") for r in runs if r["stopped"]]
+    print(f"guard runs whose hog started with the page programs detached: "
+          f"{starts.count('detached')} of {len(starts)}")
     if not have_eo:
         print("earlyoom: not installed (apt-get install earlyoom), not compared")
     os.makedirs(os.path.join(out, "bench"), exist_ok=True)
