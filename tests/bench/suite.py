@@ -302,19 +302,25 @@ def proc_comm(pid):
         return None
 
 
-def children(pid):
-    out = []
+def task_files(pid, name):
+    """The text of /proc/PID/task/*/NAME for each thread still there, or
+    None if pid is gone."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return out
+        return None
+    out = []
     for t in tasks:
         try:
-            with open(f"/proc/{pid}/task/{t}/children") as f:
-                out += [int(k) for k in f.read().split()]
-        except (OSError, ValueError):
+            with open(f"/proc/{pid}/task/{t}/{name}") as f:
+                out.append(f.read())
+        except OSError:
             pass
     return out
+
+
+def children(pid):
+    return [int(k) for text in task_files(pid, "children") or [] for k in text.split()]
 
 
 def helpers_of(pid):
@@ -363,18 +369,10 @@ def count_maps():
 
 def proc_cpu_s(pid):
     """CPU time of all threads of pid in seconds (schedstat: ns)."""
-    total = 0
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+    texts = task_files(pid, "schedstat")
+    if texts is None:
         return None
-    for t in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{t}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / 1e9
+    return sum(int(t.split()[0]) for t in texts if t.split()) / 1e9
 
 
 def proc_mem_kib(pid):
