@@ -28,7 +28,7 @@ it, system-wide)
             the helper's CPU time is the guard's
   guard-always  the same with --page-programs always: the page programs
             attached all the time, as the guard was before, and as it is
-            within its margin of the floor
+            within its margin above LOW
   trace     umtrace trace --json > /dev/null
   record    umtrace record -o FILE
   record-fp umtrace record -o FILE --stack fp (GPU call storm only: no stack
@@ -100,9 +100,10 @@ Passes
      (python3) takes the headroom less half the margin as fast as one CPU
      faults (and what is left of it again, up to ARM_TAKES takes, where the
      host's other memory moved meanwhile), the guard attaches them (the
-     -v line says in how many us,
-     and at what headroom: the margin less that is what the host took of
-     the margin before the look that found it), the ballast is killed and
+     -v line says in how many us, and at what headroom: the margin less
+     that headroom above LOW, ARM_LOW_GAP over the floor, is what the host
+     took of the margin before the look that found it), the ballast is
+     killed and
      the guard detaches them again (1 s over twice the margin). With the
      exit line's looks, late looks and how late the latest came.
 
@@ -149,7 +150,7 @@ import tempfile
 
 # The tests' pipe reader: a line or an error at a deadline, never a hang.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import readline  # noqa: E402
+from harness import late_memory, meminfo, readline  # noqa: E402
 import threading
 import time
 
@@ -172,6 +173,8 @@ MIB = 2**20
 ARM_DISTANCE = 4 * GIB
 ARM_TRIES = 5
 ARM_TAKES = 8
+# Its LOW over its floor: the helper keeps its margin above LOW.
+ARM_LOW_GAP = 64 * MIB
 HELPER_COMM = "umtrace-arm"
 # Takes the bytes each line asks for (one CPU faulting them), says so, and
 # holds them all until its stdin closes.
@@ -182,7 +185,7 @@ ATTACH_RE = re.compile(r"^umtrace: guard: page programs attached in (\d+) us: "
 DETACH_RE = re.compile(r"^umtrace: guard: page programs detached: "
                        r"(-?[\d.]+[BKMGTPE]) above the floor")
 ARM_EXIT_RE = re.compile(r"^umtrace: guard: page programs attached (\d+) times within "
-                         r"([\d.]+[BKMGTPE]) of the floor; (\d+) looks, (\d+) late "
+                         r"([\d.]+[BKMGTPE]) above low; (\d+) looks, (\d+) late "
                          r"\(over (\d+) ms past their time\), the latest ([\d.]+) ms")
 
 BPFTRACE_PROG = """tracepoint:kmem:mm_page_alloc { @alloc[tid] = count(); }
@@ -332,24 +335,6 @@ def helper_alive(pid):
     """pid is still that helper, and not a zombie (its programs and links
     are closed once it has exited, reaped or not)."""
     return proc_state(pid) not in (None, "Z") and proc_comm(pid) == HELPER_COMM
-
-
-def meminfo(key="MemAvailable"):
-    with open("/proc/meminfo") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k == key:
-                return int(v.split()[0]) * 1024
-    raise RuntimeError(f"no {key} in /proc/meminfo")
-
-
-def late_memory():
-    """Bytes in MemFree that no zone counts yet: memory a kernel booted with
-    deferred_init=lazy has not initialised."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    with open("/proc/zoneinfo") as f:
-        zones = sum(int(l.split()[2]) for l in f if l.split()[:2] == ["pages", "free"])
-    return meminfo("MemFree") - zones * page
 
 
 def count_maps():
@@ -1261,7 +1246,7 @@ class Suite:
             # low just over the floor, and a drop rule the ballast cannot
             # meet: nothing but the floor's own rules near it (a dry run,
             # all the same).
-            t = Tracer(self, "guard", ["-v", "--dry-run", "--low", str(floor + 64 * MIB),
+            t = Tracer(self, "guard", ["-v", "--dry-run", "--low", str(floor + ARM_LOW_GAP),
                                        "--drop", str(distance)], floor=str(floor), quiet=True)
             t.start()	# waits for the page programs to be detached
             if t.pages == "detached":
@@ -1353,7 +1338,7 @@ class Suite:
         r = {"try": i, "ballast_bytes": taken, "takes": takes, "first_take_bytes":
              headroom - margin // 2, "first_take_s": round(took_s, 2),
              "headroom_before": headroom, "margin": margin, "attach_us": int(m.group(1)),
-             "room_at_attach": room, "margin_used": margin - room,
+             "room_at_attach": room, "margin_used": margin - (room - ARM_LOW_GAP),
              "room_at_detach": parse_fmt_bytes(DETACH_RE.match(dline).group(1)),
              "detached_after_s": round(detach_s, 2)}
         note(f"arming {i}/{ARM_TRIES}: ballast {taken / MIB:.0f} MiB in {takes} takes (the first "

@@ -23,6 +23,25 @@ def find_stub_libcuda():
     return None
 
 
+def meminfo(key="MemAvailable"):
+    """A /proc/meminfo figure in bytes."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {key} in /proc/meminfo")
+
+
+def late_memory():
+    """Bytes in MemFree that no zone counts yet: memory a kernel booted with
+    deferred_init=lazy (as these VMs are) has not initialised. Until it has,
+    the guard cannot use the kernel's counters."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    with open("/proc/zoneinfo") as f:
+        zones = sum(int(l.split()[2]) for l in f if l.split()[:2] == ["pages", "free"])
+    return meminfo("MemFree") - zones * page
+
+
 def readline(stream, timeout=30, what="a line"):
     """One line from a child's pipe ("" at its end), or an AssertionError
     that names what was awaited once timeout seconds have passed. It reads

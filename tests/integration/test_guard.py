@@ -12,18 +12,10 @@ import signal
 import subprocess
 import time
 
-from harness import readline, wait_line
+from harness import late_memory, meminfo, readline, wait_line
 
 MIB = 1 << 20
 GIB = 1 << 30
-
-
-def meminfo(key="MemAvailable"):
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no {key} in /proc/meminfo")
 
 
 def usable():
@@ -640,9 +632,7 @@ def bring_memory_in(env):
     no zone's counter, so the guard cannot use the counters until it is
     initialised: fault most of it in once, as a host's first jobs would."""
     page = os.sysconf("SC_PAGE_SIZE")
-    with open("/proc/zoneinfo") as f:
-        zones = sum(int(l.split()[2]) for l in f if l.split()[:2] == ["pages", "free"])
-    if meminfo("MemFree") - zones * page <= 256 * MIB:
+    if late_memory() <= 256 * MIB:
         return
     size = meminfo() - 2 * GIB
     p = env.popen(["python3", "-c", f"import mmap; m = mmap.mmap(-1, {size}); "

@@ -44,11 +44,11 @@ static void print_pages(const struct guard_status *st)
 {
 	char m[32];
 
-	if (st->arm_margin == UINT64_MAX) {
+	if (st->pages_always) {
 		printf("page programs: attached all the time\n");
 		return;
 	}
-	printf("page programs: %s (attached within %s of the floor; %llu times so far)\n",
+	printf("page programs: %s (attached within %s above low; %llu times so far)\n",
 	       st->pages_on ? "attached" : "detached",
 	       st->arm_margin ? fmt_bytes(st->arm_margin, m, sizeof(m)) : "a margin not yet measured",
 	       (unsigned long long)st->arms);
@@ -124,8 +124,8 @@ static void print_json(const struct guard_status *st, bool alive)
 	       (unsigned long long)st->checks, (unsigned long long)st->kernel_stops,
 	       (unsigned long long)st->policy_stops, (unsigned long long)st->send_failed,
 	       (unsigned long long)st->reclaims,
-	       st->arm_margin == UINT64_MAX ? "always" : st->pages_on ? "attached" : "detached",
-	       (unsigned long long)(st->arm_margin == UINT64_MAX ? 0 : st->arm_margin),
+	       st->pages_always ? "always" : st->pages_on ? "attached" : "detached",
+	       (unsigned long long)st->arm_margin,
 	       (unsigned long long)st->arms);
 	for (i = 0; i < st->n_stopped; i++) {
 		const struct guard_stopped *s = &st->stopped[i];

@@ -29,21 +29,22 @@ enum guard_arm_move guard_arm__decide(struct guard_arm_state *st, bool have_room
 		if (have_room && room >= 0 && (uint64_t)room >= margin)
 			return GUARD_ARM_STAY;
 		st->on = true;
-		st->far_since_ms = 0;
+		st->far = false;
 		return GUARD_ARM_ATTACH;
 	}
 	if (!have_room || room < 0 || (uint64_t)room <= 2 * margin) {
-		st->far_since_ms = 0;
+		st->far = false;
 		return GUARD_ARM_STAY;
 	}
-	if (!st->far_since_ms) {
-		st->far_since_ms = now_ms ? now_ms : 1;
+	if (!st->far) {
+		st->far = true;
+		st->far_since_ms = now_ms;
 		return GUARD_ARM_STAY;
 	}
 	if (now_ms - st->far_since_ms < GUARD_FAR_MS)
 		return GUARD_ARM_STAY;
 	st->on = false;
-	st->far_since_ms = 0;
+	st->far = false;
 	return GUARD_ARM_DETACH;
 }
 

@@ -59,7 +59,8 @@ enum guard_arm_move {
 
 struct guard_arm_state {
 	bool on;
-	uint64_t far_since_ms;	/* 0: not far */
+	bool far;		/* attached, and over twice the margin since far_since_ms */
+	uint64_t far_since_ms;
 };
 
 uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,

@@ -61,16 +61,15 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 /* The metric and the meter at this sample, for the counters' figure. */
 void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter);
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st);
-/* --scope pid: membership. 0 or -errno. */
+/* The counters were found and checked (guard_kernel__find_zones). */
+bool guard_kernel__exact(const struct probes *p);
+/* A process of the guard's own, never stopped (0: none). */
+void guard_kernel__set_helper(struct probes *p, uint32_t pid);
 /*
  * The headroom above the floor, in bytes, as the next decision at a page
  * would see it from the kernel's counters: 0, or -ENODATA where they give
  * no figure (not found, no sample yet), -errno.
  */
-/* The counters were found and checked (guard_kernel__find_zones). */
-bool guard_kernel__exact(const struct probes *p);
-/* A process of the guard's own, never stopped (0: none). */
-void guard_kernel__set_helper(struct probes *p, uint32_t pid);
 int guard_kernel__look(struct probes *p, int64_t *room);
 
 /*
@@ -86,7 +85,7 @@ struct guard_page_links {
 };
 
 /*
- * Attach both, and pin them in pin_dir (NULL: no pins) so that they
+ * Attach them all, and pin them in pin_dir (NULL: no pins) so that they
  * outlive this process. 0 or -errno, with nothing left attached.
  */
 int guard_kernel__attach_pages(struct probes *p, struct guard_page_links *l,
@@ -99,6 +98,7 @@ void guard_kernel__drop_pages(struct guard_page_links *l);
 /* pin_dir holds them pinned: they stay attached whoever holds them. */
 bool guard_kernel__pages_pinned(const struct probes *p, const char *pin_dir);
 
+/* --scope pid: membership. 0 or -errno. */
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);
 /* --scope comm: a process name's verdict. 0 or -errno. */
 int guard_kernel__scope_comm(struct probes *p, const char *comm, bool in);

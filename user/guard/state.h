@@ -37,8 +37,11 @@ struct guard_status {
 	int64_t headroom;	/* the kernel's, bytes above the floor */
 	uint64_t metric_value;	/* the last sample */
 	uint64_t checks, kernel_stops, policy_stops, send_failed, reclaims, samples;
-	/* The page programs (guard/arm.h): attached now, within arm_margin of the floor. */
-	uint64_t pages_on, arm_margin, arms;
+	/*
+	 * The page programs (guard/arm.h): attached all the time, or attached
+	 * now (within arm_margin of LOW, attached arms times).
+	 */
+	uint64_t pages_always, pages_on, arm_margin, arms;
 	size_t n_stopped;
 	struct guard_stopped stopped[GUARD_STATE_MAX_STOPPED];
 };

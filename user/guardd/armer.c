@@ -29,9 +29,6 @@
 #include "lib/sys.h"
 #include "lib/units.h"
 
-#define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
-#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
-
 static void set_helper(struct guard *g, pid_t pid)
 {
 	guard_kernel__set_helper(&g->session.probes, (uint32_t)pid);
@@ -69,11 +66,14 @@ static void measure(struct guard *g, unsigned int cpus)
 	uint64_t rate;
 
 	if (guard_arm__fault_rate(&rate)) {
-		sh->margin = UINT64_MAX;	/* never detached */
+		/* No margin to trust: they are never detached. */
+		sh->for_good = true;
+		__atomic_store_n(&sh->margin, UINT64_MAX, __ATOMIC_RELEASE);
 		return;
 	}
 	sh->rate = rate;
-	WRITE_ONCE(sh->margin, guard_arm__margin(cpus, rate, GUARD_LOOK_MS, sh->attach_us));
+	__atomic_store_n(&sh->margin, guard_arm__margin(cpus, rate, GUARD_LOOK_MS, sh->attach_us),
+			 __ATOMIC_RELEASE);
 }
 
 /*
@@ -236,9 +236,8 @@ static void helper_died(struct guard *g, int status)
 
 	a->pid = 0;
 	a->sh->for_good = true;
-	if (guard_kernel__pages_pinned(&g->session.probes, g->pins.dir)) {
-		a->sh->on = true;
-	} else if (guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir)) {
+	if (!guard_kernel__pages_pinned(&g->session.probes, g->pins.dir) &&
+	    guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir)) {
 		a->sh->on = false;
 		wlog("guard: the page programs' helper died and they cannot be attached: only "
 		     "GPU calls are checked");
@@ -267,12 +266,12 @@ void guard_armer__tick(struct guard *g)
 
 	if (!sh || !a->pid)
 		return;
-	if (!a->margin_said && READ_ONCE(sh->margin)) {
+	if (!a->margin_said && __atomic_load_n(&sh->margin, __ATOMIC_ACQUIRE)) {
 		a->margin_said = true;
 		if (sh->margin == UINT64_MAX)
 			wlog("guard: cannot measure the fault rate: page programs stay attached");
 		else
-			vlog("guard: page programs attached within %s of the floor: %ld CPUs x "
+			vlog("guard: page programs attached within %s above low: %ld CPUs x "
 			     "%s/s x (%u x %u ms + %llu us) x %u",
 			     fmt_bytes(sh->margin, m, sizeof(m)), sysconf(_SC_NPROCESSORS_ONLN),
 			     fmt_bytes(sh->rate, r, sizeof(r)), GUARD_LATE_LOOKS, GUARD_LOOK_MS,
@@ -296,12 +295,10 @@ void guard_armer__tick(struct guard *g)
 	a->fails_said = fails;
 }
 
-bool guard_armer__reaped(struct guard *g, pid_t pid, int status)
+void guard_armer__reaped(struct guard *g, pid_t pid, int status)
 {
-	if (!pid || pid != g->armer.pid)
-		return false;
-	helper_died(g, status);
-	return true;
+	if (pid > 0 && pid == g->armer.pid)
+		helper_died(g, status);
 }
 
 void guard_armer__stop(struct guard *g)

@@ -341,7 +341,7 @@ static void log_arming(struct guard *g)
 
 	if (!sh || sh->for_good)
 		return;
-	elog("guard: page programs attached %llu times within %s of the floor; %llu looks, "
+	elog("guard: page programs attached %llu times within %s above low; %llu looks, "
 	     "%llu late (over %u ms past their time), the latest %.1f ms",
 	     (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
 	     (unsigned long long)sh->looks, (unsigned long long)sh->late_looks,

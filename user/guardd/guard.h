@@ -152,8 +152,8 @@ void guard__resumed_by_operator(struct guard *g, struct guard_proc *p);
  * them far from the floor; before capabilities are dropped. 0 or -errno.
  */
 int guard_armer__start(struct guard *g);
-/* A child reaped: true if it was the helper (the daemon attaches them then). */
-bool guard_armer__reaped(struct guard *g, pid_t pid, int status);
+/* A child reaped: if it was the helper, the daemon attaches them for good. */
+void guard_armer__reaped(struct guard *g, pid_t pid, int status);
 /* Log what the helper did since the last sample. */
 void guard_armer__tick(struct guard *g);
 /* Stop the helper: before the pins are removed and the probes closed. */

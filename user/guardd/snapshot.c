@@ -36,8 +36,9 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	st->reclaims = ks->reclaims;
 	st->samples = g->samples;
 	if (g->armer.sh) {
+		st->pages_always = g->armer.sh->for_good;
 		st->pages_on = g->armer.sh->on;
-		st->arm_margin = g->armer.sh->for_good ? UINT64_MAX : g->armer.sh->margin;
+		st->arm_margin = g->armer.sh->for_good ? 0 : g->armer.sh->margin;
 		st->arms = g->armer.sh->arms;
 	}
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
