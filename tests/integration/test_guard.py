@@ -751,6 +751,43 @@ def test_guard_helper_killed_keeps_the_page_programs(env):
     assert page_links() == 0
 
 
+def test_guard_late_look_widens_the_margin(env):
+    """A look that comes past what the margin allows for (the helper
+    stopped for 2 s here, as a vCPU not run would stop it) widens the
+    margin by its lateness before that look decides: far from the floor
+    at first, the guard is then within the wider margin, attaches its
+    page programs and says why."""
+    bring_memory_in(env)
+    floor = far_floor()
+    g = Guard(env, floor)
+    st = wait_status(g, "page_programs", "detached")
+    margin, covered = st["arm_margin"], st["arm_late_us"]
+    assert covered == 10000, st
+    r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"], capture_output=True,
+                       text=True)
+    assert r.stdout.strip(), "no helper"
+    helper = int(r.stdout.split()[0])
+    os.kill(helper, signal.SIGSTOP)
+    try:
+        assert wait_state(helper, "T"), f"helper not stopped ({state_of(helper)})"
+        # The stall under test: its next look, due within 1 s, comes over 1 s late.
+        time.sleep(2)
+    finally:
+        os.kill(helper, signal.SIGCONT)
+    st = wait_status(g, "page_programs", "attached")
+    late = st["arm_late_us"]
+    err = g.stop()
+    print(f"    margin {margin / MIB:.0f} MiB for looks 10 ms late; a look {late / 1000:.0f} ms "
+          f"late: {st['arm_margin'] / MIB:.0f} MiB")
+    assert late >= 1000000, st
+    # margin is CPUs x rate x (10 ms + late + attach) x 2: it grew as late over 10 ms did.
+    assert st["arm_margin"] >= margin * (10000 + late) // (20000 + 5000), (margin, st)
+    m = re.search(r"guard: a look came ([\d.]+) ms past its time: the page programs' margin "
+                  r"widens to \S+ above low", err)
+    assert m and float(m.group(1)) >= 1000, err[-800:]
+    assert re.search(r"the margin widened [1-9]\d* times for late ones", err), err[-800:]
+
+
 def node_total(node=0):
     with open(f"/sys/devices/system/node/node{node}/meminfo") as fh:
         for line in fh:

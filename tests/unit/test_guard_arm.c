@@ -7,18 +7,35 @@
 
 static void test_margin(void)
 {
-	/* 2 CPUs x 8 GiB/s x (2 x 10 ms + 500 us) x 2: 656 MiB and a bit. */
-	uint64_t m = guard_arm__margin(2, 8 * GIB, 10, 500);
+	/* 2 CPUs x 8 GiB/s x (10 ms + 10 ms late + 500 us) x 2: 656 MiB and a bit. */
+	uint64_t m = guard_arm__margin(2, 8 * GIB, 10, 0, 500);
 
 	CHECK_EQ(m, 2ULL * 8 * GIB * 20500 * 2 / 1000000, "2 cpus");
 	/* It grows with the CPU count and the look, never with the headroom. */
-	CHECK_EQ(guard_arm__margin(72, 8 * GIB, 10, 500), 72ULL * 8 * GIB * 20500 * 2 / 1000000,
-		 "72 cpus");
-	CHECK(guard_arm__margin(2, 8 * GIB, 20, 500) > m, "longer look", "%llu",
-	      (unsigned long long)guard_arm__margin(2, 8 * GIB, 20, 500));
+	CHECK_EQ(guard_arm__margin(72, 8 * GIB, 10, 0, 500),
+		 72ULL * 8 * GIB * 20500 * 2 / 1000000, "72 cpus");
+	CHECK(guard_arm__margin(2, 8 * GIB, 20, 0, 500) > m, "longer look", "%llu",
+	      (unsigned long long)guard_arm__margin(2, 8 * GIB, 20, 0, 500));
 	/* 1024 CPUs at 64 GiB/s do not overflow. */
-	CHECK(guard_arm__margin(1024, 64 * GIB, 10, 1000) > 1024ULL * GIB, "large", "%llu",
-	      (unsigned long long)guard_arm__margin(1024, 64 * GIB, 10, 1000));
+	CHECK(guard_arm__margin(1024, 64 * GIB, 10, 0, 1000) > 1024ULL * GIB, "large", "%llu",
+	      (unsigned long long)guard_arm__margin(1024, 64 * GIB, 10, 0, 1000));
+}
+
+/* A look later than one interval widens the margin by what it came late. */
+static void test_margin_late(void)
+{
+	uint64_t m = guard_arm__margin(2, 8 * GIB, 10, 0, 500);
+
+	CHECK_EQ(guard_arm__covered_late_us(10, 0), 10000, "one look at first");
+	CHECK_EQ(guard_arm__covered_late_us(10, 4000), 10000, "under a look");
+	CHECK_EQ(guard_arm__covered_late_us(10, 39600), 39600, "past a look");
+	CHECK_EQ(guard_arm__margin(2, 8 * GIB, 10, 9999, 500), m, "within one look");
+	CHECK_EQ(guard_arm__margin(2, 8 * GIB, 10, 39600, 500),
+		 2ULL * 8 * GIB * (10000 + 39600 + 500) * 2 / 1000000, "39.6 ms late");
+	/* A year late on a large host saturates: attached for good, never a wrap. */
+	CHECK_EQ(guard_arm__margin(1024, 64 * GIB, 10, 3600ULL * 1000000 * 24 * 365, 1000),
+		 UINT64_MAX, "a year late");
+	CHECK_EQ(guard_arm__margin(2, 8 * GIB, 10, UINT64_MAX, 500), UINT64_MAX, "forever late");
 }
 
 static void test_attach_near(void)
@@ -92,6 +109,7 @@ static void test_fault_rate(void)
 int main(void)
 {
 	RUN_SUBTEST(test_margin);
+	RUN_SUBTEST(test_margin_late);
 	RUN_SUBTEST(test_attach_near);
 	RUN_SUBTEST(test_attach_without_figure);
 	RUN_SUBTEST(test_detach_hysteresis);

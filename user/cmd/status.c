@@ -48,10 +48,12 @@ static void print_pages(const struct guard_status *st)
 		printf("page programs: attached all the time\n");
 		return;
 	}
-	printf("page programs: %s (attached within %s above low; %llu times so far)\n",
+	printf("page programs: %s (attached within %s above low",
 	       st->pages_on ? "attached" : "detached",
-	       st->arm_margin ? fmt_bytes(st->arm_margin, m, sizeof(m)) : "a margin not yet measured",
-	       (unsigned long long)st->arms);
+	       st->arm_margin ? fmt_bytes(st->arm_margin, m, sizeof(m)) : "a margin not yet measured");
+	if (st->arm_margin && st->arm_late_us)
+		printf(", for looks up to %.1f ms late", st->arm_late_us / 1000.0);
+	printf("; %llu times so far)\n", (unsigned long long)st->arms);
 }
 
 static void print_text(const struct guard_status *st, bool alive)
@@ -112,7 +114,7 @@ static void print_json(const struct guard_status *st, bool alive)
 	       "\"metric_value\":%llu,\"samples\":%llu,\"checks\":%llu,"
 	       "\"kernel_stops\":%llu,\"policy_stops\":%llu,\"send_failed\":%llu,"
 	       "\"reclaims\":%llu,\"page_programs\":\"%s\",\"arm_margin\":%llu,"
-	       "\"arms\":%llu,\"stopped\":[",
+	       "\"arm_late_us\":%llu,\"arms\":%llu,\"stopped\":[",
 	       alive ? "true" : "false",
 	       alive || guard_pins__armed(GUARD_PIN_DIR) ? "true" : "false",
 	       st->pid, (long long)st->started,
@@ -126,6 +128,7 @@ static void print_json(const struct guard_status *st, bool alive)
 	       (unsigned long long)st->reclaims,
 	       st->pages_always ? "always" : st->pages_on ? "attached" : "detached",
 	       (unsigned long long)st->arm_margin,
+	       (unsigned long long)st->arm_late_us,
 	       (unsigned long long)st->arms);
 	for (i = 0; i < st->n_stopped; i++) {
 		const struct guard_stopped *s = &st->stopped[i];

@@ -14,12 +14,25 @@
 #define RATE_TRIES	2
 #define HUGE_ALIGN	(2ULL << 20)
 
-uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
-			   uint64_t attach_us)
+uint64_t guard_arm__covered_late_us(unsigned int look_ms, uint64_t late_us)
 {
-	unsigned __int128 us = (unsigned __int128)GUARD_LATE_LOOKS * look_ms * 1000 + attach_us;
+	uint64_t look_us = (uint64_t)look_ms * 1000;
 
-	return (uint64_t)((unsigned __int128)cpus * rate * us * GUARD_FASTER / 1000000);
+	return late_us > look_us ? late_us : look_us;
+}
+
+uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
+			   uint64_t late_us, uint64_t attach_us)
+{
+	unsigned __int128 us = (unsigned __int128)look_ms * 1000 +
+			       guard_arm__covered_late_us(look_ms, late_us) + attach_us;
+	unsigned __int128 m;
+
+	/* A look very late on a large host must not wrap round to a small margin. */
+	if (us > UINT64_MAX / GUARD_FASTER)
+		return UINT64_MAX;
+	m = (unsigned __int128)cpus * rate * (us * GUARD_FASTER) / 1000000;
+	return m > UINT64_MAX ? UINT64_MAX : (uint64_t)m;
 }
 
 enum guard_arm_move guard_arm__decide(struct guard_arm_state *st, bool have_room,

@@ -9,12 +9,15 @@
  * headroom falls under a margin that the host cannot consume between two
  * looks GUARD_LOOK_MS apart:
  *
- *	margin = CPUs x rate x (GUARD_LATE_LOOKS x look + attach) x GUARD_FASTER
+ *	margin = CPUs x rate x (look + late + attach) x GUARD_FASTER
  *
  * rate: the fastest one CPU faulted fresh pages at start, 4 KiB or huge
  * pages, in CPU time (so a busy host does not measure slow); attach: what
- * attaching took at start; GUARD_LATE_LOOKS: a look may come one interval
- * late; GUARD_FASTER: the kernel may hand out pages faster than faults
+ * attaching took at start; late: how far past its time a look may come,
+ * one interval at first, and the most any look has come past its time
+ * once that is more (a vCPU not run, a stall in the kernel: a host that
+ * delayed the helper once may do it again, so the margin widens for
+ * good); GUARD_FASTER: the kernel may hand out pages faster than faults
  * take them (page cache, a driver's own loop). It detaches them again
  * when the headroom has stayed over twice the margin for GUARD_FAR_MS.
  *
@@ -30,7 +33,6 @@
 #include <stdint.h>
 
 #define GUARD_LOOK_MS		10
-#define GUARD_LATE_LOOKS	2
 #define GUARD_FASTER		2
 #define GUARD_FAR_MS		1000
 #define GUARD_LOOK_MAX_MS	1000
@@ -39,13 +41,15 @@
 struct guard_arm_shared {
 	uint64_t margin;	/* bytes; 0 until the helper has measured */
 	uint64_t rate;		/* bytes a second one CPU faulted */
+	unsigned int cpus;	/* online when it measured */
 	uint64_t attach_us;	/* the first attach */
 	uint64_t arms, disarms, attach_failures;
 	int64_t arm_room, disarm_room;	/* bytes above the floor at the last of each */
 	int attach_err;			/* the last failure's -errno */
 	uint64_t looks;
-	uint64_t late_looks;	/* looks over GUARD_LOOK_MS past their time */
+	uint64_t late_looks;	/* looks past the lateness the margin covered */
 	uint64_t max_late_us;	/* the most a look came past its time */
+	uint64_t late_us;	/* the lateness the margin covers */
 	uint64_t last_arm_us;	/* the last attach's own time */
 	bool on;		/* the page programs are attached */
 	bool for_good;		/* attached until the guard exits */
@@ -63,8 +67,11 @@ struct guard_arm_state {
 	uint64_t far_since_ms;
 };
 
+/* late_us: the most a look came past its time; under one look, one look. */
 uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
-			   uint64_t attach_us);
+			   uint64_t late_us, uint64_t attach_us);
+/* The lateness a margin covers once a look came late_us past its time. */
+uint64_t guard_arm__covered_late_us(unsigned int look_ms, uint64_t late_us);
 /*
  * What to do after a look: have_room false means no figure (no sample
  * yet, a counter unreadable): attached then.

@@ -34,7 +34,8 @@ static void write_body(FILE *f, const struct guard_status *st)
 		st->checks, st->kernel_stops, st->policy_stops, st->send_failed,
 		st->reclaims, st->samples);
 	fprintf(f, "pages_always %" PRIu64 "\npages_on %" PRIu64 "\narm_margin %" PRIu64
-		"\narms %" PRIu64 "\n", st->pages_always, st->pages_on, st->arm_margin, st->arms);
+		"\narm_late_us %" PRIu64 "\narms %" PRIu64 "\n", st->pages_always, st->pages_on,
+		st->arm_margin, st->arm_late_us, st->arms);
 	for (i = 0; i < st->n_stopped; i++) {
 		const struct guard_stopped *s = &st->stopped[i];
 
@@ -97,7 +98,7 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 #define U(k) { #k, offsetof(struct guard_status, k) }
 		U(floor), U(low), U(drop), U(auto_resume), U(metric_value), U(checks),
 		U(kernel_stops), U(policy_stops), U(send_failed), U(reclaims), U(samples),
-		U(pages_always), U(pages_on), U(arm_margin), U(arms),
+		U(pages_always), U(pages_on), U(arm_margin), U(arm_late_us), U(arms),
 #undef U
 	};
 	size_t i;

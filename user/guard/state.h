@@ -39,9 +39,10 @@ struct guard_status {
 	uint64_t checks, kernel_stops, policy_stops, send_failed, reclaims, samples;
 	/*
 	 * The page programs (guard/arm.h): attached all the time, or attached
-	 * now (within arm_margin of LOW, attached arms times).
+	 * now (within arm_margin of LOW, attached arms times); the margin
+	 * covers looks up to arm_late_us past their time.
 	 */
-	uint64_t pages_always, pages_on, arm_margin, arms;
+	uint64_t pages_always, pages_on, arm_margin, arm_late_us, arms;
 	size_t n_stopped;
 	struct guard_stopped stopped[GUARD_STATE_MAX_STOPPED];
 };

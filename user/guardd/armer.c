@@ -72,8 +72,10 @@ static void measure(struct guard *g, unsigned int cpus)
 		return;
 	}
 	sh->rate = rate;
-	__atomic_store_n(&sh->margin, guard_arm__margin(cpus, rate, GUARD_LOOK_MS, sh->attach_us),
-			 __ATOMIC_RELEASE);
+	sh->cpus = cpus;
+	sh->late_us = guard_arm__covered_late_us(GUARD_LOOK_MS, 0);
+	__atomic_store_n(&sh->margin, guard_arm__margin(cpus, rate, GUARD_LOOK_MS, 0,
+							 sh->attach_us), __ATOMIC_RELEASE);
 }
 
 /*
@@ -129,14 +131,25 @@ static unsigned int look(struct guard *g, struct guard_page_links *l,
 	return guard_arm__next_look_ms(have, above_low, sh->margin, cpus, sh->rate);
 }
 
-/* A look came late_us past its time (the margin covers GUARD_LOOK_MS). */
+/*
+ * A look came late_us past its time. Past what the margin covered, the
+ * margin widens to cover it before this look decides: the next may be as
+ * late (guard/arm.h).
+ */
 static void note_late(struct guard_arm_shared *sh, int64_t late_us)
 {
 	sh->looks++;
-	if (late_us > GUARD_LOOK_MS * 1000LL)
-		sh->late_looks++;
-	if (late_us > 0 && (uint64_t)late_us > sh->max_late_us)
+	if (late_us <= 0)
+		return;
+	if ((uint64_t)late_us > sh->max_late_us)
 		sh->max_late_us = (uint64_t)late_us;
+	if (sh->for_good || (uint64_t)late_us <= sh->late_us)
+		return;
+	sh->late_looks++;
+	sh->late_us = (uint64_t)late_us;
+	__atomic_store_n(&sh->margin, guard_arm__margin(sh->cpus, sh->rate, GUARD_LOOK_MS,
+							 sh->late_us, sh->attach_us),
+			 __ATOMIC_RELEASE);
 }
 
 static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
@@ -257,25 +270,38 @@ static void log_room(const char *what, int64_t room, const char *more)
 	     fmt_bytes(room < 0 ? (uint64_t)-room : (uint64_t)room, b, sizeof(b)), more);
 }
 
+static void say_margin(const struct guard_arm_shared *sh, uint64_t margin, uint64_t before)
+{
+	char m[32], r[32];
+
+	if (margin == UINT64_MAX && !before) {
+		wlog("guard: cannot measure the fault rate: page programs stay attached");
+		return;
+	}
+	if (before)
+		wlog("guard: a look came %.1f ms past its time: the page programs' margin widens to "
+		     "%s above low", sh->late_us / 1000.0, fmt_bytes(margin, m, sizeof(m)));
+	else
+		vlog("guard: page programs attached within %s above low: %u CPUs x %s/s x "
+		     "(%u ms + %u ms late + %llu us) x %u", fmt_bytes(margin, m, sizeof(m)),
+		     sh->cpus, fmt_bytes(sh->rate, r, sizeof(r)), GUARD_LOOK_MS, GUARD_LOOK_MS,
+		     (unsigned long long)sh->attach_us, GUARD_FASTER);
+}
+
 void guard_armer__tick(struct guard *g)
 {
 	struct guard_armer *a = &g->armer;
 	const struct guard_arm_shared *sh = a->sh;
-	uint64_t arms, disarms, fails;
-	char m[32], r[32], what[64];
+	uint64_t arms, disarms, fails, margin;
+	char what[64];
 
 	if (!sh || !a->pid)
 		return;
-	if (!a->margin_said && __atomic_load_n(&sh->margin, __ATOMIC_ACQUIRE)) {
-		a->margin_said = true;
-		if (sh->margin == UINT64_MAX)
-			wlog("guard: cannot measure the fault rate: page programs stay attached");
-		else
-			vlog("guard: page programs attached within %s above low: %ld CPUs x "
-			     "%s/s x (%u x %u ms + %llu us) x %u",
-			     fmt_bytes(sh->margin, m, sizeof(m)), sysconf(_SC_NPROCESSORS_ONLN),
-			     fmt_bytes(sh->rate, r, sizeof(r)), GUARD_LATE_LOOKS, GUARD_LOOK_MS,
-			     (unsigned long long)sh->attach_us, GUARD_FASTER);
+	/* Widened by a quarter or more: a noisy host's creeping lateness says little. */
+	margin = __atomic_load_n(&sh->margin, __ATOMIC_ACQUIRE);
+	if (margin && (!a->margin_said || margin - a->margin_said > a->margin_said / 4)) {
+		say_margin(sh, margin, a->margin_said);
+		a->margin_said = margin;
 	}
 	arms = __atomic_load_n(&sh->arms, __ATOMIC_ACQUIRE);
 	disarms = __atomic_load_n(&sh->disarms, __ATOMIC_ACQUIRE);

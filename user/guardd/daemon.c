@@ -342,10 +342,10 @@ static void log_arming(struct guard *g)
 	if (!sh || sh->for_good)
 		return;
 	elog("guard: page programs attached %llu times within %s above low; %llu looks, "
-	     "%llu late (over %u ms past their time), the latest %.1f ms",
-	     (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
-	     (unsigned long long)sh->looks, (unsigned long long)sh->late_looks,
-	     GUARD_LOOK_MS, sh->max_late_us / 1000.0);
+	     "none more than %.1f ms past its time; the margin widened %llu times for late "
+	     "ones", (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
+	     (unsigned long long)sh->looks, sh->max_late_us / 1000.0,
+	     (unsigned long long)sh->late_looks);
 }
 
 int guard__run(struct guard_opts *o)

@@ -86,7 +86,7 @@ struct guard_armer {
 	struct guard_page_links links;	/* held here when the daemon attached them */
 	/* what the log has said of the helper's work (guard_armer__tick) */
 	uint64_t arms_said, disarms_said, fails_said;
-	bool margin_said;
+	uint64_t margin_said;		/* the last logged; 0: none yet */
 };
 
 struct guard {

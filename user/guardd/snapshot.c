@@ -39,6 +39,7 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 		st->pages_always = g->armer.sh->for_good;
 		st->pages_on = g->armer.sh->on;
 		st->arm_margin = g->armer.sh->for_good ? 0 : g->armer.sh->margin;
+		st->arm_late_us = st->arm_margin ? g->armer.sh->late_us : 0;
 		st->arms = g->armer.sh->arms;
 	}
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
