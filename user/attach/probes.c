@@ -224,7 +224,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		return err;
 	}
 	p->skel = skel;
-	p->defer_pages = cfg->guard && cfg->guard->defer_pages;
+	p->leave = cfg->leave;
 	return 0;
 }
 
@@ -261,35 +261,6 @@ static int attach_prog(struct probes *p, struct bpf_program *prog)
 	return keep_link(p, link);
 }
 
-size_t probes__deferred(const struct probes *p, struct bpf_program **out, size_t max)
-{
-	struct umtrace_bpf *skel = p->skel;
-	struct bpf_program *all[] = {
-		skel->progs.page_alloc, skel->progs.page_free, skel->progs.direct_reclaim,
-		skel->progs.kswapd_wake, skel->progs.compaction_begin,
-		skel->progs.compaction_end, skel->progs.compaction_isolate,
-		skel->progs.compaction_fast_isolate,
-	};
-	size_t i, n = 0;
-
-	_Static_assert(sizeof(all) / sizeof(all[0]) <= PROBES_MAX_DEFERRED, "too many");
-	for (i = 0; i < sizeof(all) / sizeof(all[0]) && n < max; i++)
-		if (bpf_program__autoload(all[i]))
-			out[n++] = all[i];
-	return n;
-}
-
-static bool deferred(const struct probes *p, const struct bpf_program *prog)
-{
-	struct bpf_program *progs[PROBES_MAX_DEFERRED];
-	size_t i, n = probes__deferred(p, progs, PROBES_MAX_DEFERRED);
-
-	for (i = 0; i < n; i++)
-		if (progs[i] == prog)
-			return true;
-	return false;
-}
-
 int probes__attach_kernel(struct probes *p)
 {
 	struct bpf_program *prog;
@@ -300,8 +271,8 @@ int probes__attach_kernel(struct probes *p)
 			continue;	/* the uprobes go per library */
 		if (bpf_program__type(prog) == BPF_PROG_TYPE_RAW_TRACEPOINT)
 			continue;	/* run by user space, never attached */
-		if (p->defer_pages && deferred(p, prog))
-			continue;	/* the guard's arming attaches them */
+		if (p->leave && p->leave(p, prog))
+			continue;	/* the caller attaches it (the guard's arming) */
 		err = attach_prog(p, prog);
 		if (err)
 			return err;

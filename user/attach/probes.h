@@ -27,9 +27,11 @@ struct guard_kcfg {
 	uint64_t cost_apis;	/* bit n: API n's size costs host memory */
 	uint32_t n_protect;
 	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
-	/* The page programs are left to the guard's arming (guard/arm.h). */
-	bool defer_pages;
 };
+
+struct probes;
+/* A program probes__attach_kernel leaves to its caller (who attaches it later). */
+typedef bool (*probes_leave_fn)(const struct probes *p, const struct bpf_program *prog);
 
 struct probe_cfg {
 	uint64_t ringbuf_bytes;	/* rounded up to a power of two pages */
@@ -45,6 +47,7 @@ struct probe_cfg {
 	bool lib_events;		/* say when a process may have mapped a library */
 	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
+	probes_leave_fn leave;		/* NULL: attach them all */
 };
 
 struct probes {
@@ -54,7 +57,7 @@ struct probes {
 	int *multi_fds;			/* multi-uprobe links, two per library */
 	size_t n_multi, cap_multi;
 	bool multi;			/* the kernel has multi-uprobe links */
-	bool defer_pages;		/* guard_kcfg.defer_pages */
+	probes_leave_fn leave;		/* probe_cfg.leave */
 };
 
 struct probe_stats {
@@ -71,12 +74,6 @@ struct probe_stats {
 int probes__check_env(void);
 int probes__load(struct probes *p, const struct probe_cfg *cfg);
 int probes__attach_kernel(struct probes *p);
-/*
- * With guard_kcfg.defer_pages, the programs probes__attach_kernel leaves
- * to the guard (the memory tracepoints': guard/kernel.h), those loaded.
- */
-#define PROBES_MAX_DEFERRED 8
-size_t probes__deferred(const struct probes *p, struct bpf_program **out, size_t max);
 /*
  * Attach to every probed symbol the library defines; returns how many.
  * discovered: found in a process's mappings, so it may be gone already.

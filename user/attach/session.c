@@ -352,6 +352,7 @@ static int load_and_attach(struct session *s)
 		.lib_events = rescans(s),
 		.nodes = &s->nodes,
 		.guard = s->guard,
+		.leave = s->leave,
 	};
 	size_t i;
 	int err;

@@ -71,6 +71,7 @@ struct session {
 	bool count_outside;		/* see struct probe_cfg */
 	bool count_kthreads;		/* see struct probe_cfg */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
+	probes_leave_fn leave;		/* see struct probe_cfg */
 	/* Probe PyTorch's allocator hook in libc10 files (--libc10, or found). */
 	bool torch;
 	/*

@@ -197,9 +197,34 @@ int guard_kernel__look(struct probes *p, int64_t *room)
 	return 0;
 }
 
+/* Those loaded: where the kernel lacks a tracepoint, its program is not. */
 static size_t page_progs(const struct probes *p, struct bpf_program **out)
 {
-	return probes__deferred(p, out, GUARD_PAGE_PROGS);
+	struct umtrace_bpf *skel = p->skel;
+	struct bpf_program *all[] = {
+		skel->progs.page_alloc, skel->progs.page_free, skel->progs.direct_reclaim,
+		skel->progs.kswapd_wake, skel->progs.compaction_begin,
+		skel->progs.compaction_end, skel->progs.compaction_isolate,
+		skel->progs.compaction_fast_isolate,
+	};
+	size_t i, n = 0;
+
+	_Static_assert(sizeof(all) / sizeof(all[0]) <= GUARD_PAGE_PROGS, "too many");
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (bpf_program__autoload(all[i]))
+			out[n++] = all[i];
+	return n;
+}
+
+bool guard_kernel__page_prog(const struct probes *p, const struct bpf_program *prog)
+{
+	struct bpf_program *progs[GUARD_PAGE_PROGS];
+	size_t i, n = page_progs(p, progs);
+
+	for (i = 0; i < n; i++)
+		if (progs[i] == prog)
+			return true;
+	return false;
 }
 
 static void pin_name(const struct bpf_program *prog, char *buf, size_t len)

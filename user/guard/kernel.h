@@ -78,7 +78,10 @@ int guard_kernel__look(struct probes *p, int64_t *room);
  * compaction's, whose tracepoints cost a page-fault storm about 2% each
  * here while attached, though they never fire in it.
  */
-#define GUARD_PAGE_PROGS PROBES_MAX_DEFERRED
+#define GUARD_PAGE_PROGS 8
+
+/* One of them: the session leaves it to the arming (probes_leave_fn). */
+bool guard_kernel__page_prog(const struct probes *p, const struct bpf_program *prog);
 
 struct guard_page_links {
 	struct bpf_link *link[GUARD_PAGE_PROGS];

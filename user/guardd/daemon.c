@@ -201,8 +201,6 @@ static void kernel_cfg(struct guard *g, enum platform plat)
 	g->kcfg.scope = guard__scope_kind(g);
 	g->kcfg.n_protect = g->opt.n_protect;
 	memcpy(g->kcfg.protect, g->opt.protect, sizeof(g->kcfg.protect));
-	/* Attached by the page programs' helper, near the floor only (armer.c). */
-	g->kcfg.defer_pages = true;
 }
 
 static int arm(struct guard *g)
@@ -214,6 +212,8 @@ static int arm(struct guard *g)
 
 	kernel_cfg(g, plat);
 	g->session.guard = &g->kcfg;
+	/* Attached by the page programs' helper, near the floor only (armer.c). */
+	g->session.leave = guard_kernel__page_prog;
 	/* Pinning may have to mount bpffs first: capabilities go after it. */
 	g->session.drop_caps_later = true;
 	err = session__start(&g->session);
