@@ -233,7 +233,10 @@ static int clone_tracer(struct bpf_object *obj, int pid, struct toggled *t)
 	return err;
 }
 
-/* The tracing programs named (all of them when none is). */
+/*
+ * The tracing programs named; when none is, those loaded as compiled (a
+ * "?" section's only when named: its tracepoint may be missing).
+ */
 static int named_progs(struct bpf_object *obj, struct toggled *t)
 {
 	struct bpf_program *p;
@@ -241,6 +244,8 @@ static int named_progs(struct bpf_object *obj, struct toggled *t)
 	bpf_object__for_each_program(p, obj) {
 		if (!named(t, bpf_program__name(p)) ||
 		    bpf_program__type(p) != BPF_PROG_TYPE_TRACING)
+			continue;
+		if (!t->n_names && !bpf_program__autoload(p))
 			continue;
 		if (t->n >= MAX_TOGGLED)
 			return -E2BIG;

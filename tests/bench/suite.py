@@ -58,7 +58,9 @@ Passes
      method's own check, which should come out at 0), empty (empty_alloc),
      empty-pair (empty programs on mm_page_alloc and mm_page_free: the
      floor of a tracer that must count frees, as guard-always and trace
-     do), guard (what the daemon attached far from the floor: its
+     do), empty-sched (empty programs on the process tracepoints the guard
+     keeps attached far from the floor: exec, prepare_exec, exit; with
+     guard), guard (what the daemon attached far from the floor: its
      tracepoint programs other than the page programs, which its helper
      holds only near the floor; where it attached none, the row says so),
      guard-always, trace; BENCH_SLICE_BLOCKS blocks each, alternated.
@@ -199,7 +201,8 @@ MEMLEAK_NOTE = ("BCC memleak: not run: Debian's libbpf-tools does not ship it, "
 
 CONFIGS = ["none", "empty", "guard", "guard-always", "trace", "record", "record-fp",
            "bpftrace", "perf"]
-SLICE_CONFIGS = ["control", "empty", "empty-pair", "guard", "guard-always", "trace"]
+SLICE_CONFIGS = ["control", "empty", "empty-pair", "empty-sched", "guard", "guard-always",
+                 "trace"]
 PEERS = ["bpftrace", "perf"]
 GPU_CONFIGS = ["none", "guard", "guard-always", "trace", "record", "record-fp"]
 GUARDS = ("guard", "guard-always")
@@ -1097,7 +1100,10 @@ class Suite:
         if cfg == "empty":
             return argv + ["-P", "empty_alloc", self.empty_obj]
         if cfg == "empty-pair":
-            return argv + [self.empty_obj]
+            return argv + ["-P", "empty_alloc", "-P", "empty_free", self.empty_obj]
+        if cfg == "empty-sched":
+            return argv + ["-P", "empty_exec", "-P", "empty_prep", "-P", "empty_exit",
+                           self.empty_obj]
         return argv + ["-p", str(tracer.proc.pid), self.umtrace_obj]
 
     def slice_block(self, cfg):
@@ -1145,7 +1151,8 @@ class Suite:
 
     def slice_pass(self):
         cfgs = [c for c in SLICE_CONFIGS
-                if c in ("control", "empty-pair") or c in self.configs]
+                if c in ("control", "empty-pair") or c in self.configs
+                or (c == "empty-sched" and "guard" in self.configs)]
         for b in range(1, self.slice_blocks + 1):
             for cfg in cfgs:
                 try:
@@ -1738,7 +1745,8 @@ class Report:
                   f"{'[%+.2f, %+.2f]' % ((m[1] - 1) * 100, (m[2] - 1) * 100):>17} "
                   f"{off:>13.2f}  {progs[:60] + ('...' if len(progs) > 60 else '')}")
             p("(control attaches nothing: its figure is the method's own error; empty-pair "
-              "is the floor of a tracer that counts frees too; guard toggles what the auto "
+              "is the floor of a tracer that counts frees too; empty-sched empty programs on "
+              "the guard's process tracepoints; guard toggles what the auto "
               "guard's daemon attached far from the floor, its page programs not among them, "
               "guard-always its page programs too)")
         if "calls" in s.results:
