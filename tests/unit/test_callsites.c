@@ -84,9 +84,36 @@ static void test_bounded(void)
 	callsites__free(&cs);
 }
 
+/*
+ * A process gone before its stacks could be named leaves frames with no
+ * name and no file: calls of different APIs there stay apart, each under
+ * its own API.
+ */
+static void test_unnamed_frames_keep_apis_apart(void)
+{
+	struct callsites cs;
+	struct sym_frame f[2];
+	struct umt_call_rec r = rec(1, 512);
+	uint32_t dev, host;
+
+	memset(f, 0, sizeof(f));
+	f[0].addr = 0x7fad94117b80;
+	f[1].addr = 0x55a5788f3512;
+	callsites__init(&cs, 100);
+	dev = callsites__add(&cs, &r, f, 2, 4096);
+	r.api = UMT_API_MEM_ALLOC_HOST_V2;
+	host = callsites__add(&cs, &r, f, 2, 4096);
+	CHECK(dev && host && dev != host, "two sites", "dev %u host %u", dev, host);
+	CHECK_EQ(callsites__get(&cs, dev)->api, UMT_API_MEM_ALLOC_V2, "dev api");
+	CHECK_EQ(callsites__get(&cs, host)->api, UMT_API_MEM_ALLOC_HOST_V2, "host api");
+	CHECK_EQ(callsites__get(&cs, host)->calls, 1, "host calls");
+	callsites__free(&cs);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_aggregate_by_names);
 	RUN_SUBTEST(test_bounded);
+	RUN_SUBTEST(test_unnamed_frames_keep_apis_apart);
 	return CHECK_EXIT();
 }

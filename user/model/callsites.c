@@ -15,10 +15,15 @@ void callsites__init(struct callsites *cs, size_t max_sites)
 	cs->max_sites = max_sites;
 }
 
+#define ANY_API UINT32_MAX
+
 static int key_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct callsite *)a)->key,
-		      ((const struct callsite *)b)->key);
+	const struct callsite *x = a, *y = b;
+
+	if (x->key_api != y->key_api)
+		return x->key_api < y->key_api ? -1 : 1;
+	return strcmp(x->key, y->key);
 }
 
 /*
@@ -90,7 +95,8 @@ static void site_free(void *p)
 	free(s);
 }
 
-static struct callsite *site_new(const char *key, const struct sym_frame *frames, size_t n)
+static struct callsite *site_new(uint32_t api, const char *key, const struct sym_frame *frames,
+				 size_t n)
 {
 	struct callsite *s = calloc(1, sizeof(*s));
 	char buf[1024];
@@ -98,6 +104,7 @@ static struct callsite *site_new(const char *key, const struct sym_frame *frames
 
 	if (!s)
 		return NULL;
+	s->key_api = api;
 	s->key = strdup(key);
 	s->frames = calloc(n + 1, sizeof(*s->frames));
 	if (!s->key || !s->frames)
@@ -114,19 +121,19 @@ err:
 	return NULL;
 }
 
-static struct callsite *site_lookup(struct callsites *cs, const char *key,
+static struct callsite *site_lookup(struct callsites *cs, uint32_t api, const char *key,
 				    const struct sym_frame *frames, size_t n)
 {
-	struct callsite probe = { .key = (char *)key }, *s, **slot;
+	struct callsite probe = { .key_api = api, .key = (char *)key }, *s, **slot;
 
 	slot = tfind(&probe, &cs->tree, key_cmp);
 	if (slot)
 		return *slot;
-	if (cs->max_sites && cs->n >= cs->max_sites && strcmp(key, OVERFLOW_KEY))
+	if (cs->max_sites && cs->n >= cs->max_sites && api != ANY_API)
 		return NULL;
 	if (cs->n == cs->cap && grow_ids(cs))
 		return NULL;
-	s = site_new(key, frames, n);
+	s = site_new(api, key, frames, n);
 	if (!s)
 		return NULL;
 	slot = tsearch(s, &cs->tree, key_cmp);
@@ -157,11 +164,11 @@ uint32_t callsites__add(struct callsites *cs, const struct umt_call_rec *r,
 	struct callsite *s;
 
 	build_key(frames, n, key, sizeof(key));
-	s = site_lookup(cs, key, frames, n);
+	s = site_lookup(cs, r->api, key, frames, n);
 	if (!s) {
 		/* Bounded: past the cap, new stacks share one site. */
 		cs->overflowed++;
-		s = site_lookup(cs, OVERFLOW_KEY, NULL, 0);
+		s = site_lookup(cs, ANY_API, OVERFLOW_KEY, NULL, 0);
 		if (!s)
 			return 0;
 	}

@@ -18,6 +18,12 @@
 struct callsite {
 	uint32_t id;		/* 1.., 0 means none */
 	char *key;		/* "frame;frame;..." innermost first */
+	/*
+	 * A site is its key and this API: a stack whose frames could not be
+	 * named says nothing of which API it reached, so calls of two APIs
+	 * must not share it. ANY_API (-1): the overflow site.
+	 */
+	uint32_t key_api;
 	char **frames;		/* one printable name per frame */
 	size_t n_frames;
 	uint32_t api;		/* the entry point of the first call seen */
