@@ -81,6 +81,7 @@ static void test_bounded(void)
 	}
 	CHECK_EQ(cs.n, 5, "cap plus the overflow site");
 	CHECK_EQ(cs.overflowed, 6, "calls past the cap");
+	CHECK_EQ(callsites__get(&cs, 5)->api, CALLSITES_ANY_API, "the overflow site's API");
 	callsites__free(&cs);
 }
 

@@ -15,14 +15,12 @@ void callsites__init(struct callsites *cs, size_t max_sites)
 	cs->max_sites = max_sites;
 }
 
-#define ANY_API UINT32_MAX
-
 static int key_cmp(const void *a, const void *b)
 {
 	const struct callsite *x = a, *y = b;
 
-	if (x->key_api != y->key_api)
-		return x->key_api < y->key_api ? -1 : 1;
+	if (x->api != y->api)
+		return x->api < y->api ? -1 : 1;
 	return strcmp(x->key, y->key);
 }
 
@@ -104,7 +102,7 @@ static struct callsite *site_new(uint32_t api, const char *key, const struct sym
 
 	if (!s)
 		return NULL;
-	s->key_api = api;
+	s->api = api;
 	s->key = strdup(key);
 	s->frames = calloc(n + 1, sizeof(*s->frames));
 	if (!s->key || !s->frames)
@@ -124,12 +122,12 @@ err:
 static struct callsite *site_lookup(struct callsites *cs, uint32_t api, const char *key,
 				    const struct sym_frame *frames, size_t n)
 {
-	struct callsite probe = { .key_api = api, .key = (char *)key }, *s, **slot;
+	struct callsite probe = { .api = api, .key = (char *)key }, *s, **slot;
 
 	slot = tfind(&probe, &cs->tree, key_cmp);
 	if (slot)
 		return *slot;
-	if (cs->max_sites && cs->n >= cs->max_sites && api != ANY_API)
+	if (cs->max_sites && cs->n >= cs->max_sites && api != CALLSITES_ANY_API)
 		return NULL;
 	if (cs->n == cs->cap && grow_ids(cs))
 		return NULL;
@@ -168,12 +166,11 @@ uint32_t callsites__add(struct callsites *cs, const struct umt_call_rec *r,
 	if (!s) {
 		/* Bounded: past the cap, new stacks share one site. */
 		cs->overflowed++;
-		s = site_lookup(cs, ANY_API, OVERFLOW_KEY, NULL, 0);
+		s = site_lookup(cs, CALLSITES_ANY_API, OVERFLOW_KEY, NULL, 0);
 		if (!s)
 			return 0;
 	}
 	if (!s->calls) {
-		s->api = r->api;
 		s->first_ns = r->ts_ns;
 		memcpy(s->comm, r->pcomm, sizeof(s->comm));
 		s->comm[sizeof(s->comm) - 1] = '\0';

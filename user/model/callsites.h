@@ -15,18 +15,20 @@
 #include "model/frame.h"
 #include "umtrace.h"
 
+#define CALLSITES_ANY_API UINT32_MAX
+
 struct callsite {
 	uint32_t id;		/* 1.., 0 means none */
 	char *key;		/* "frame;frame;..." innermost first */
-	/*
-	 * A site is its key and this API: a stack whose frames could not be
-	 * named says nothing of which API it reached, so calls of two APIs
-	 * must not share it. ANY_API (-1): the overflow site.
-	 */
-	uint32_t key_api;
 	char **frames;		/* one printable name per frame */
 	size_t n_frames;
-	uint32_t api;		/* the entry point of the first call seen */
+	/*
+	 * The entry point its calls reached. A site is its key and this: a
+	 * stack whose frames could not be named says nothing of which API it
+	 * reached, so calls of two APIs must not share it.
+	 * CALLSITES_ANY_API: the overflow site, whose calls reached any.
+	 */
+	uint32_t api;
 	uint64_t calls;
 	uint64_t failed;
 	uint64_t size_bytes;	/* requested by successful calls */
