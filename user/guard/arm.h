@@ -47,9 +47,8 @@ struct guard_arm_shared {
 	int64_t arm_room, disarm_room;	/* bytes above the floor at the last of each */
 	int attach_err;			/* the last failure's -errno */
 	uint64_t looks;
-	uint64_t late_looks;	/* looks past the lateness the margin covered */
+	uint64_t widenings;	/* looks later than the margin covered */
 	uint64_t max_late_us;	/* the most a look came past its time */
-	uint64_t late_us;	/* the lateness the margin covers */
 	uint64_t last_arm_us;	/* the last attach's own time */
 	bool on;		/* the page programs are attached */
 	bool for_good;		/* attached until the guard exits */

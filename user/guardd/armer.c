@@ -73,7 +73,6 @@ static void measure(struct guard *g, unsigned int cpus)
 	}
 	sh->rate = rate;
 	sh->cpus = cpus;
-	sh->late_us = guard_arm__covered_late_us(GUARD_LOOK_MS, 0);
 	__atomic_store_n(&sh->margin, guard_arm__margin(cpus, rate, GUARD_LOOK_MS, 0,
 							 sh->attach_us), __ATOMIC_RELEASE);
 }
@@ -138,17 +137,17 @@ static unsigned int look(struct guard *g, struct guard_page_links *l,
  */
 static void note_late(struct guard_arm_shared *sh, int64_t late_us)
 {
+	uint64_t covered = guard_arm__covered_late_us(GUARD_LOOK_MS, sh->max_late_us);
+
 	sh->looks++;
-	if (late_us <= 0)
+	if (late_us <= 0 || (uint64_t)late_us <= sh->max_late_us)
 		return;
-	if ((uint64_t)late_us > sh->max_late_us)
-		sh->max_late_us = (uint64_t)late_us;
-	if (sh->for_good || (uint64_t)late_us <= sh->late_us)
+	sh->max_late_us = (uint64_t)late_us;
+	if (sh->for_good || (uint64_t)late_us <= covered)
 		return;
-	sh->late_looks++;
-	sh->late_us = (uint64_t)late_us;
+	sh->widenings++;
 	__atomic_store_n(&sh->margin, guard_arm__margin(sh->cpus, sh->rate, GUARD_LOOK_MS,
-							 sh->late_us, sh->attach_us),
+							 sh->max_late_us, sh->attach_us),
 			 __ATOMIC_RELEASE);
 }
 
@@ -280,7 +279,7 @@ static void say_margin(const struct guard_arm_shared *sh, uint64_t margin, uint6
 	}
 	if (before)
 		wlog("guard: a look came %.1f ms past its time: the page programs' margin widens to "
-		     "%s above low", sh->late_us / 1000.0, fmt_bytes(margin, m, sizeof(m)));
+		     "%s above low", sh->max_late_us / 1000.0, fmt_bytes(margin, m, sizeof(m)));
 	else
 		vlog("guard: page programs attached within %s above low: %u CPUs x %s/s x "
 		     "(%u ms + %u ms late + %llu us) x %u", fmt_bytes(margin, m, sizeof(m)),

@@ -345,7 +345,7 @@ static void log_arming(struct guard *g)
 	     "none more than %.1f ms past its time; the margin widened %llu times for late "
 	     "ones", (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
 	     (unsigned long long)sh->looks, sh->max_late_us / 1000.0,
-	     (unsigned long long)sh->late_looks);
+	     (unsigned long long)sh->widenings);
 }
 
 int guard__run(struct guard_opts *o)

@@ -39,7 +39,8 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 		st->pages_always = g->armer.sh->for_good;
 		st->pages_on = g->armer.sh->on;
 		st->arm_margin = g->armer.sh->for_good ? 0 : g->armer.sh->margin;
-		st->arm_late_us = st->arm_margin ? g->armer.sh->late_us : 0;
+		st->arm_late_us = st->arm_margin ?
+			guard_arm__covered_late_us(GUARD_LOOK_MS, g->armer.sh->max_late_us) : 0;
 		st->arms = g->armer.sh->arms;
 	}
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
