@@ -153,7 +153,7 @@ import tempfile
 
 # The tests' pipe reader: a line or an error at a deadline, never a hang.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import late_memory, meminfo, readline  # noqa: E402
+from harness import bring_memory_in, meminfo, readline  # noqa: E402
 import threading
 import time
 
@@ -901,20 +901,15 @@ class Suite:
         """A kernel that initialises its memory late (deferred_init=lazy)
         counts the part not yet initialised in MemFree but in no zone's
         counter, so the guard cannot use the counters until it is: its
-        page programs then stay attached, auto or not. Fault most of it in
-        once (one storm round on one thread), as a host's first jobs would."""
-        late = late_memory()
-        if late <= 256 * MIB:
-            return
-        gib = (meminfo() - 2 * GIB) / GIB
-        if gib < 1:
-            return
-        res, _ = run_procs(self, [("bring-in", [self.storm_bin, "-t", "1", "-s", f"{gib:.2f}",
-                                                "-r", "1"], None)])
-        self.notes.append(f"{late / MIB:.0f} MiB of memory not yet initialised by the kernel "
-                          f"(deferred_init=lazy) was faulted in once before the suite "
-                          f"({gib:.1f} GiB, {res['bring-in'][0]:.1f} s), {late_memory() / MIB:.0f} "
-                          "MiB left")
+        page programs then stay attached, auto or not. Faulted in once, as
+        the tests do (harness.py)."""
+        done = bring_memory_in(timeout=WORKLOAD_TIMEOUT_S)
+        if done:
+            late, size, secs, left = done
+            self.notes.append(f"{late / MIB:.0f} MiB of memory not yet initialised by the "
+                              f"kernel (deferred_init=lazy) was faulted in once before the "
+                              f"suite ({size / GIB:.1f} GiB, {secs:.1f} s), {left / MIB:.0f} "
+                              "MiB left")
 
     def restore(self):
         if self.old_stats is not None:

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from harness import late_memory, meminfo, readline, wait_line
+from harness import bring_memory_in, meminfo, readline, wait_line
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -305,7 +305,7 @@ def test_guard_reads_the_kernels_counters(env):
         populated = sum(1 for l in f if l.split()[:1] == ["managed"] and int(l.split()[1]))
     nodes = len([n for n in os.listdir("/sys/devices/system/node") if re.match(r"node\d+$", n)])
     page = os.sysconf("SC_PAGE_SIZE")
-    bring_memory_in(env)
+    bring_memory_in()
     for metric in ("available", "free"):
         floor = meminfo() - 4 * GIB
         g = Guard(env, floor, extra=["-v", "--metric", metric])
@@ -626,21 +626,6 @@ def test_guard_killed_sees_memory_freed_after(env):
     assert -80 * MIB <= past <= 16 * MIB, f"{past / MIB:+.1f} MiB past the floor"
 
 
-def bring_memory_in(env):
-    """A kernel that initialises its memory late (deferred_init=lazy, as
-    on these VMs) counts the part not yet initialised in MemFree but in
-    no zone's counter, so the guard cannot use the counters until it is
-    initialised: fault most of it in once, as a host's first jobs would."""
-    page = os.sysconf("SC_PAGE_SIZE")
-    if late_memory() <= 256 * MIB:
-        return
-    size = meminfo() - 2 * GIB
-    p = env.popen(["python3", "-c", f"import mmap; m = mmap.mmap(-1, {size}); "
-                   f"[m.__setitem__(i, 1) for i in range(0, {size}, {page})]"])
-    p.wait(timeout=120)
-    assert p.returncode == 0, p.stderr.read()
-
-
 def page_links():
     """How many of the page allocator's tracepoint links are attached host-wide."""
     r = subprocess.run(["bpftool", "link", "list"], capture_output=True, text=True,
@@ -671,7 +656,7 @@ def test_guard_page_hog_from_far_crosses_the_arming(env):
     faulting at full speed from there is still stopped within 16 MiB of
     the floor: the helper attaches them when the headroom falls under its
     margin, before the hog can cross what is left."""
-    bring_memory_in(env)
+    bring_memory_in()
     floor = far_floor()
     g = Guard(env, floor, extra=["-v", "--scope", "comm:^pagehog$"])
     st = wait_status(g, "page_programs", "detached")
@@ -698,7 +683,7 @@ def test_guard_killed_while_detached_attaches_the_page_programs(env):
     """kill -9 of a daemon whose page programs were detached: its helper
     attaches and pins them, so the orphaned kernel side stops a page hog
     at the floor as a live guard does; a clean exit leaves no helper."""
-    bring_memory_in(env)
+    bring_memory_in()
     floor = far_floor()
     # In scope by pid: a name's verdict is the daemon's to give, and it is dead.
     hog = env.popen(["sh", "-c", "read go; exec \"$0\" \"$@\"",
@@ -731,7 +716,7 @@ def test_guard_killed_while_detached_attaches_the_page_programs(env):
 def test_guard_helper_killed_keeps_the_page_programs(env):
     """The helper killed: the daemon attaches the page programs itself and
     keeps them, and says so; --page-programs always never detaches."""
-    bring_memory_in(env)
+    bring_memory_in()
     floor = far_floor()
     g = Guard(env, floor)
     wait_status(g, "page_programs", "detached")
@@ -757,7 +742,7 @@ def test_guard_late_look_widens_the_margin(env):
     margin by its lateness before that look decides: far from the floor
     at first, the guard is then within the wider margin, attaches its
     page programs and says why."""
-    bring_memory_in(env)
+    bring_memory_in()
     floor = far_floor()
     g = Guard(env, floor)
     st = wait_status(g, "page_programs", "detached")
@@ -780,8 +765,9 @@ def test_guard_late_look_widens_the_margin(env):
     print(f"    margin {margin / MIB:.0f} MiB for looks 10 ms late; a look {late / 1000:.0f} ms "
           f"late: {st['arm_margin'] / MIB:.0f} MiB")
     assert late >= 1000000, st
-    # margin is CPUs x rate x (10 ms + late + attach) x 2: it grew as late over 10 ms did.
-    assert st["arm_margin"] >= margin * (10000 + late) // (20000 + 5000), (margin, st)
+    # margin is CPUs x rate x (10 ms + late + attach) x 2, attach measured at start
+    # (1 to 7 ms here; up to 100 ms allowed for a busy host): it grew as late did.
+    assert st["arm_margin"] >= margin * (10000 + late) // (20000 + 100000), (margin, st)
     m = re.search(r"guard: a look came ([\d.]+) ms past its time: the page programs' margin "
                   r"widens to \S+ above low", err)
     assert m and float(m.group(1)) >= 1000, err[-800:]

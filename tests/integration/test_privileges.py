@@ -13,7 +13,8 @@ import threading
 import time
 
 from harness import Skip, TraceResult, readline
-from test_guard import Guard, bring_memory_in
+from harness import bring_memory_in
+from test_guard import Guard
 
 MIB = 1 << 20
 
@@ -225,7 +226,7 @@ def test_guard_drops_capabilities(env):
     """The guard keeps the tracing set and CAP_KILL (other users' jobs), and
     so does its page programs' helper, once it has set its priority (there
     is one where the kernel's counters are used)."""
-    bring_memory_in(env)
+    bring_memory_in()
     g = start_guard(env)
     assert_dropped(g.p.pid, expected(GUARD))
     r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"],
