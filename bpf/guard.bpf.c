@@ -14,8 +14,6 @@ const volatile __u32 guard_self = 0;
 const volatile __u32 page_shift = 12;
 const volatile __u32 guard_nr_cpus = 1;
 const volatile __u64 guard_cost_apis = 0;
-const volatile __u32 guard_n_protect = 0;
-const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN] = {};
 
 __s64 guard_anchor;
 __s64 guard_ceiling;
@@ -52,6 +50,107 @@ struct guard_sent_map guard_sent SEC(".maps");
 struct guard_scope_pids_map guard_scope_pids SEC(".maps");
 struct guard_scope_comms_map guard_scope_comms SEC(".maps");
 struct guard_cgroup_map guard_cgroup SEC(".maps");
+struct guard_protect_map guard_protect SEC(".maps");
+
+struct umt_protect_cgroup guard_protect_cgroups[UMT_GUARD_MAX_PROTECT_CGROUPS];
+__u32 guard_n_protect_cgroups;
+
+/* include/uapi/linux/stat.h */
+#define GUARD_S_IWGRP	00020
+#define GUARD_S_IWOTH	00002
+
+static __always_inline bool guard_protected_cgroup(void)
+{
+	struct umt_protect_cgroup *c;
+	__u32 i, n = READ_ONCE(guard_n_protect_cgroups);
+
+	for (i = 0; i < UMT_GUARD_MAX_PROTECT_CGROUPS; i++) {
+		if (i >= n)
+			break;
+		c = &guard_protect_cgroups[i];
+		if (c->id && bpf_get_current_ancestor_cgroup_id(c->level) == c->id)
+			return true;
+	}
+	return false;
+}
+
+static __always_inline bool same_name(const char *a, const char *b)
+{
+	int i;
+
+	for (i = 0; i < TASK_COMM_LEN - 1; i++) {
+		if (a[i] != b[i])
+			return false;
+		if (!a[i])
+			return true;
+	}
+	return true;
+}
+
+/*
+ * A protected name counts only for a process run from a file of that
+ * name (its first 15 bytes, as comm keeps them) that is root's and that
+ * no one else may write: a user can name a process anything, and run
+ * root's binaries under another name (a symlink, prctl), but cannot make
+ * root's file bear another name.
+ */
+static __always_inline bool guard_protected_name(struct file *exe, __u32 uid)
+{
+	struct umt_protect_key key = { .kind = UMT_PROTECT_NAME };
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct inode *inode = BPF_CORE_READ(exe, f_inode);
+	char file_name[TASK_COMM_LEN] = {};
+	__u8 *flags;
+
+	bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), task->group_leader->comm);
+	flags = bpf_map_lookup_elem(&guard_protect, &key);
+	if (!flags || ((*flags & UMT_PROTECT_ROOT) && uid))
+		return false;
+	if (BPF_CORE_READ(inode, i_uid.val) ||
+	    (BPF_CORE_READ(inode, i_mode) & (GUARD_S_IWGRP | GUARD_S_IWOTH)))
+		return false;
+	bpf_probe_read_kernel_str(file_name, sizeof(file_name),
+				  BPF_CORE_READ(exe, f_path.dentry, d_name.name));
+	return same_name(file_name, key.comm);
+}
+
+/*
+ * Whether the current task is protected by who it is: its real uid, its
+ * cgroup, its executable (device and inode, as the kernel keeps them) or
+ * its name with its executable. The executable counts only in the host's
+ * user namespace: in one of its own a process may relabel its executable
+ * (prctl PR_SET_MM_MAP's exe_fd needs only that namespace's
+ * CAP_CHECKPOINT_RESTORE), and it cannot leave that namespace after.
+ */
+__noinline int guard_protected_id(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct umt_protect_key key = {};
+	struct inode *inode;
+	struct file *exe;
+	__u8 *flags;
+	__u32 uid;
+
+	uid = BPF_CORE_READ(task, real_cred, uid.val);
+	key.kind = UMT_PROTECT_UID;
+	key.uid = uid;
+	if (bpf_map_lookup_elem(&guard_protect, &key))
+		return 1;
+	if (guard_protected_cgroup())
+		return 1;
+	exe = BPF_CORE_READ(task, mm, exe_file);
+	if (!exe || BPF_CORE_READ(task, real_cred, user_ns, level))
+		return 0;
+	inode = BPF_CORE_READ(exe, f_inode);
+	key.kind = UMT_PROTECT_EXE;
+	key.uid = 0;
+	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(inode, i_ino);
+	flags = bpf_map_lookup_elem(&guard_protect, &key);
+	if (flags && (!(*flags & UMT_PROTECT_ROOT) || !uid))
+		return 1;
+	return guard_protected_name(exe, uid);
+}
 
 /*
  * Direct reclaim: the allocating task itself reclaims, so it is current.

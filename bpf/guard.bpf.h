@@ -74,8 +74,6 @@ extern const volatile __u32 page_shift;
 extern const volatile __u32 guard_nr_cpus;
 /* Bit n: API n's size is host memory on this platform (admission cost). */
 extern const volatile __u64 guard_cost_apis;
-extern const volatile __u32 guard_n_protect;
-extern const volatile char guard_protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 
 /* Written by user space while running (the mmap'ed .bss). */
 extern __s64 guard_anchor;		/* metric pages at the sample + net then */
@@ -129,6 +127,28 @@ extern __u64 guard_kswapd_wakes;
 #define GUARD_MAX_CPUS		1024
 
 extern struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
+
+/*
+ * Who is never stopped (user/guard/protect.c fills these; guard.bpf.c's
+ * guard_protected_id decides): names, executables and uids in one map,
+ * cgroups in a list, each a test of the current task's ancestry.
+ */
+struct guard_protect_map {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, UMT_GUARD_MAX_PROTECT);
+	__type(key, struct umt_protect_key);
+	__type(value, __u8);		/* UMT_PROTECT_* flags */
+};
+extern struct guard_protect_map guard_protect SEC(".maps");
+
+extern struct umt_protect_cgroup guard_protect_cgroups[UMT_GUARD_MAX_PROTECT_CGROUPS];
+extern __u32 guard_n_protect_cgroups;
+
+/*
+ * The current task is protected by who it is (guard.bpf.c): a global
+ * function, verified once rather than in every program that may stop.
+ */
+extern int guard_protected_id(void);
 
 /* Last stop sent per process (tgid -> ktime). */
 struct guard_sent_map {
@@ -275,34 +295,16 @@ static __always_inline __s64 guard_count(__s64 pages)
 	return guard_fold_cpu(c, d);
 }
 
-static __always_inline bool comm_eq(const char *a, const volatile char *b)
+/*
+ * Never stopped: pid 1, kernel threads, the guard's own processes (by
+ * pid, never by name), and whoever guard_protected_id says.
+ */
+static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid)
 {
-	int i;
-
-	for (i = 0; i < TASK_COMM_LEN; i++) {
-		if (a[i] != b[i])
-			return false;
-		if (!a[i])
-			return true;
-	}
-	return true;
-}
-
-static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid,
-					    const char *comm)
-{
-	__u32 i;
-
 	if (tgid <= 1 || tgid == guard_self || tgid == READ_ONCE(guard_helper) ||
 	    (task->flags & UMT_PF_KTHREAD))
 		return true;
-	for (i = 0; i < UMT_GUARD_MAX_PROTECT; i++) {
-		if (i >= guard_n_protect)
-			break;
-		if (comm_eq(comm, guard_protect[i]))
-			return true;
-	}
-	return false;
+	return guard_protected_id() != 0;
 }
 
 /*
@@ -405,7 +407,7 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	long ret = 0;
 
 	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), task->group_leader->comm);
-	if (guard_protected(task, tgid, name.comm) || !guard_in_scope(tgid, &name))
+	if (guard_protected(task, tgid) || !guard_in_scope(tgid, &name))
 		return false;
 	if (!guard_dry_run && guard_stop_pending(task))
 		return true;

@@ -298,8 +298,41 @@ struct umt_guard_cpu {
 	__s64 limit;
 } __attribute__((aligned(64)));
 
-/* Process names the kernel side never stops, besides pid 1 and itself. */
-#define UMT_GUARD_MAX_PROTECT 16
+/*
+ * Who the guard never stops, besides pid 1, kernel threads and its own
+ * processes (user/guard/protect.c keeps the list, bpf/guard.bpf.c
+ * decides): what a user of the host cannot take on. A name alone never
+ * protects: any process can take any name.
+ */
+enum umt_protect_kind {
+	UMT_PROTECT_NAME = 1,	/* comm, run from a root-owned file of that name */
+	UMT_PROTECT_EXE = 2,	/* the executable, by device and inode */
+	UMT_PROTECT_UID = 3,	/* the real uid, as the host sees it */
+};
+
+/* A value's flags. */
+#define UMT_PROTECT_ROOT	1	/* only a process whose real uid is 0 */
+
+struct umt_protect_key {
+	__u32 kind;		/* enum umt_protect_kind */
+	__u32 uid;		/* UID */
+	__u64 dev;		/* EXE: its filesystem's dev_t in the kernel's
+				 * encoding (major << 20 | minor), as
+				 * /proc/self/mountinfo gives it */
+	__u64 ino;		/* EXE */
+	char comm[TASK_COMM_LEN];	/* NAME, NUL-padded */
+};
+
+/* A protected cgroup v2: its id, at its depth below the root (level). */
+struct umt_protect_cgroup {
+	__u64 id;
+	__u32 level;
+	__u32 pad;
+};
+
+/* Entries of the protect map; cgroups (each a helper call to test) apart. */
+#define UMT_GUARD_MAX_PROTECT 256
+#define UMT_GUARD_MAX_PROTECT_CGROUPS 16
 /* Host zones whose free-page counters the guard reads near the floor. */
 #define UMT_GUARD_MAX_ZONES 64
 /* Nodes the zone search looks at: node ids past it are not searched. */

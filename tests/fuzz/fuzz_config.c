@@ -77,20 +77,25 @@ static void use(const struct guard_config *cfg)
 {
 	static const char *const comms[] = { "python3", "torchrun", "sshd", "" };
 	static const char *const cgroups[] = { "/", "/slurm.slice/job_1", "a/b/c" };
-	const char *names[UMT_GUARD_MAX_PROTECT + 8];
 	struct guard_policy pol;
+	struct proc_id id;
 	char err[256];
-	size_t i, n;
+	size_t i;
 
 	for (i = 0; i < 3; i++)
 		guard_config__policy(cfg, (4ULL << i) * GIB, &pol, err, sizeof(err));
-	n = guard_config__protected_comms(cfg, names, sizeof(names) / sizeof(names[0]));
-	for (i = 0; i < n && i < sizeof(names) / sizeof(names[0]); i++)
-		sink += strlen(names[i]);
+	for (i = 0; i < cfg->protect.n; i++)
+		sink += protect__describe(&cfg->protect.v[i], err, sizeof(err))[0];
 	for (i = 0; i < 4; i++) {
 		sink += guard_scope__match(&cfg->scope, (pid_t)(100 + i), comms[i],
 					   cgroups[i % 3]);
-		sink += guard_protected(cfg, (pid_t)(100 + i), comms[i], false);
+		memset(&id, 0, sizeof(id));
+		id.pid = (pid_t)(100 + i);
+		snprintf(id.comm, sizeof(id.comm), "%s", comms[i]);
+		snprintf(id.exe_name, sizeof(id.exe_name), "%s", comms[i]);
+		snprintf(id.cgroup, sizeof(id.cgroup), "%s", cgroups[i % 3]);
+		id.have_exe = id.have_uid = id.host_userns = true;
+		sink += protect__match(&cfg->protect, &id, 0);
 	}
 	for (i = 0; i < cfg->n_libcuda; i++)
 		sink += strlen(cfg->libcuda[i]);

@@ -88,11 +88,17 @@ static const struct file_case file_cases[] = {
 	B("binary", "\x7f" "ELF\x02\x01\x01\0\0\0", "1: binary data (byte 0x7f), not a config file"),
 	B("NUL on line 2", "floor = 1G\nlow\0 = 2G\n", "2: binary data (byte 0x00), not a config file"),
 	T("lone CR", "floor = 1G\rlow = 2G\n", "1: binary data (byte 0x0d), not a config file"),
-	T("too many protected",
-	  "protect = a1,a2,a3,a4,a5,a6,a7\nprotect = a8,a9,a10,a11,a12,a13,a14\n",
-	  "2: invalid protect 'a8,a9,a10,a11,a12,a13,a14': at most 13 names besides the built-in ones"),
 	T("empty protected name", "protect = a,,b\n",
-	  "1: invalid protect 'a,,b': an empty process name"),
+	  "1: invalid protect 'a,,b': an empty entry"),
+	T("protected path as a name", "protect = /usr/sbin/sshd\n",
+	  "1: invalid protect '/usr/sbin/sshd': '/usr/sbin/sshd' is no process name (for a path, exe:/usr/sbin/sshd)"),
+	T("relative exe", "protect = exe:sshd\n",
+	  "1: invalid protect 'exe:sshd': exe: needs an absolute path"),
+	T("bad uid", "protect = uid:-1\n", "1: invalid protect 'uid:-1': '-1' is not a uid"),
+	T("root cgroup", "protect = cgroup:/sys/fs/cgroup\n",
+	  "1: invalid protect 'cgroup:/sys/fs/cgroup': the root cgroup holds every process"),
+	T("cgroup up", "protect = cgroup:a/../b\n",
+	  "1: invalid protect 'cgroup:a/../b': '.' and '..' are not allowed in a cgroup path"),
 };
 
 static void test_file_cases(void)
@@ -160,9 +166,8 @@ static void test_good_file(void)
 		"libcuda = /opt/a/libcuda.so.1\n";
 	struct guard_config cfg;
 	struct guard_policy p;
-	const char *names[32];
+	const struct protect_entry *v;
 	char err[512] = "";
-	size_t n;
 
 	guard_config__init(&cfg);
 	CHECK(!guard_config__load(&cfg, put("good.conf", text, strlen(text), 0600), err,
@@ -174,10 +179,12 @@ static void test_good_file(void)
 	CHECK_EQ(cfg.action, GUARD_ACT_FREEZE, "action");
 	CHECK(cfg.scope.kind == UMT_SCOPE_CGROUP && !strcmp(cfg.scope.cgroup, "jobs.slice"),
 	      "scope", "kind %d", cfg.scope.kind);
-	CHECK_EQ(cfg.n_protect, 3, "protect: sshd is built in");
-	CHECK(cfg.n_protect == 3 && !strcmp(cfg.protect[0], "Xorg") &&
-	      !strcmp(cfg.protect[1], "my-daemon") && !strcmp(cfg.protect[2], "slurmstepd"),
-	      "protect", "wrong names");
+	/* No name is built in: the built-ins are executables (guard/protect.c). */
+	v = cfg.protect.v;
+	CHECK_EQ(cfg.protect.n, 4, "protect");
+	CHECK(cfg.protect.n == 4 && !strcmp(v[0].arg, "sshd") && !strcmp(v[1].arg, "Xorg") &&
+	      !strcmp(v[2].arg, "my-daemon") && !strcmp(v[3].arg, "slurmstepd") &&
+	      v[3].kind == PROTECT_NAME, "protect", "wrong names");
 	CHECK(cfg.dry_run, "dry_run", "not set");
 	CHECK(cfg.pages_always, "page_programs", "not always");
 	CHECK(cfg.auto_resume && !strcmp(cfg.auto_resume, "10%"), "auto_resume", "%s",
@@ -200,10 +207,6 @@ static void test_good_file(void)
 	CHECK(guard_config__policy(&cfg, 32 * GIB, &p, err, sizeof(err)) == -EINVAL &&
 	      !strcmp(err, "floor 2G must be below low 5% (1.6G)"), "policy 32G", "got '%s'", err);
 
-	n = guard_config__protected_comms(&cfg, names, 32);
-	CHECK(n == 6 && !strcmp(names[0], "sshd") && !strcmp(names[1], "systemd-journal") &&
-	      !strcmp(names[2], "umtrace") && !strcmp(names[5], "slurmstepd"), "comms", "n %zu", n);
-	CHECK_EQ(guard_config__protected_comms(&cfg, names, 2), 6, "count beyond max");
 	guard_config__free(&cfg);
 }
 
@@ -231,8 +234,8 @@ static void test_cli_override(void)
 	      "first --libcuda replaces the list", "%zu %s", cfg.n_libcuda, err);
 	CHECK(!guard_config__set(&cfg, "libcuda", "/c/libcuda.so.1", err, sizeof(err)) &&
 	      cfg.n_libcuda == 2, "second adds", "%zu", cfg.n_libcuda);
-	CHECK(!guard_config__set(&cfg, "protect", "slurmd", err, sizeof(err)) &&
-	      cfg.n_protect == 2, "protect adds", "%zu", cfg.n_protect);
+	CHECK(!guard_config__set(&cfg, "protect", "slurmd, uid:0", err, sizeof(err)) &&
+	      cfg.protect.n == 3, "protect adds", "%zu", cfg.protect.n);
 	CHECK(!guard_config__set(&cfg, "auto-resume", "off", err, sizeof(err)) &&
 	      !cfg.auto_resume, "auto-resume off", "%s", err);
 	CHECK(!guard_config__set(&cfg, "metrics-file", "m.prom", err, sizeof(err)) &&
@@ -362,33 +365,21 @@ static void test_scope(void)
 	scope_bad(many, "invalid scope 'pid:1,2,3");
 }
 
-static void test_protected(void)
+/* Many entries: refused past the cap, and then the list is as it was. */
+static void test_protect_cap(void)
 {
 	struct guard_config cfg;
-	char err[256] = "";
+	char list[1024] = "", err[256] = "";
+	int i;
 
 	guard_config__init(&cfg);
-	cfg.self_pid = 4242;
-	CHECK(guard_protected(&cfg, 1, "systemd", false), "pid 1", "no");
-	CHECK(guard_protected(&cfg, 77, "kworker/0:1", true), "kthread", "no");
-	CHECK(guard_protected(&cfg, 4242, "whatever", false), "self", "no");
-	CHECK(guard_protected(&cfg, 77, "sshd", false), "sshd", "no");
-	CHECK(guard_protected(&cfg, 77, "systemd-journal", false), "journald comm", "no");
-	CHECK(guard_protected(&cfg, 77, "systemd-journald", false), "journald, full name", "no");
-	CHECK(guard_protected(&cfg, 77, "umtrace", false), "umtrace", "no");
-	CHECK(!guard_protected(&cfg, 77, "python3", false), "python3", "protected");
-	CHECK(!guard_protected(&cfg, 77, "sshd2", false), "sshd2", "protected");
-	CHECK(!guard_protected(&cfg, 77, NULL, false), "no comm", "protected");
-	CHECK(!guard_config__set(&cfg, "protect", "slurmstepd, averyveryverylongname", err,
-				 sizeof(err)), "add", "%s", err);
-	CHECK(guard_protected(&cfg, 77, "slurmstepd", false), "added", "no");
-	CHECK(guard_protected(&cfg, 77, "averyveryverylo", false), "as the kernel cuts it", "no");
-	CHECK(guard_protected(&cfg, 77, "averyveryverylongname", false), "full", "no");
-	CHECK(!guard_protected(&cfg, 77, "averyveryvery", false), "shorter", "protected");
-	CHECK(!strcmp(cfg.protect[1], "averyveryverylo"), "stored cut", "%s", cfg.protect[1]);
-	CHECK(!guard_protected(NULL, 77, "slurmstepd", false), "NULL config: built-ins only",
-	      "protected");
-	CHECK(guard_protected(NULL, 77, "sshd", false), "NULL config sshd", "no");
+	for (i = 0; i < PROTECT_MAX; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%sd%d", i ? "," : "", i);
+	CHECK(!guard_config__set(&cfg, "protect", list, err, sizeof(err)), "up to the cap",
+	      "%s", err);
+	CHECK(guard_config__set(&cfg, "protect", "x,y", err, sizeof(err)) == -EINVAL &&
+	      strstr(err, "at most 64 entries"), "past the cap", "%s", err);
+	CHECK_EQ(cfg.protect.n, PROTECT_MAX, "unchanged after a refusal");
 	guard_config__free(&cfg);
 }
 
@@ -436,7 +427,7 @@ int main(int argc, char **argv)
 	RUN_SUBTEST(test_cli_override);
 	RUN_SUBTEST(test_file_checks);
 	RUN_SUBTEST(test_scope);
-	RUN_SUBTEST(test_protected);
+	RUN_SUBTEST(test_protect_cap);
 	cleanup();
 	return CHECK_EXIT();
 }

@@ -123,7 +123,6 @@ static void set_compaction(struct umtrace_bpf *skel, const struct btf *btf)
 
 static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 {
-	uint32_t i;
 	int cpus = libbpf_num_possible_cpus();
 
 	skel->rodata->page_shift = page__shift();
@@ -138,9 +137,6 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 	skel->rodata->guard_self = (uint32_t)getpid();
 	skel->rodata->guard_nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
 	skel->rodata->guard_cost_apis = g->cost_apis;
-	skel->rodata->guard_n_protect = g->n_protect;
-	for (i = 0; i < g->n_protect && i < UMT_GUARD_MAX_PROTECT; i++)
-		memcpy((char *)skel->rodata->guard_protect[i], g->protect[i], TASK_COMM_LEN);
 }
 
 int probes__load(struct probes *p, const struct probe_cfg *cfg)

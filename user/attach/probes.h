@@ -25,8 +25,6 @@ struct guard_kcfg {
 	bool metric_free;	/* the metric is MemFree, not MemAvailable */
 	uint32_t scope;		/* enum umt_guard_scope */
 	uint64_t cost_apis;	/* bit n: API n's size costs host memory */
-	uint32_t n_protect;
-	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 };
 
 struct probes;

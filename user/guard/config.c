@@ -15,17 +15,7 @@
 #include "umtrace.h"
 #include "lib/units.h"
 
-/* The kernel keeps TASK_COMM_LEN - 1 characters of a process name. */
-#define COMM_MAX (TASK_COMM_LEN - 1)
 #define MSG_LEN 256
-
-/*
- * Never stopped, besides pid 1, kernel threads and umtrace's own pid: the
- * way in (sshd) and the way the operator reads what happened (the
- * journal). "systemd-journald" is "systemd-journal" as a comm.
- */
-static const char *const builtin_protect[] = { "sshd", "systemd-journal", "umtrace" };
-#define N_BUILTIN (sizeof(builtin_protect) / sizeof(builtin_protect[0]))
 
 enum key {
 	K_FLOOR,
@@ -67,99 +57,6 @@ static const struct {
 	[K_PAGE_PROGRAMS] = { "page_programs" },
 };
 
-
-/* --- protected processes --- */
-
-/* Equal as the kernel would see them: both cut to COMM_MAX characters. */
-static bool comm_eq(const char *a, const char *b)
-{
-	size_t la = strnlen(a, COMM_MAX), lb = strnlen(b, COMM_MAX);
-
-	return la == lb && !memcmp(a, b, la);
-}
-
-static bool protect_has(const struct guard_config *cfg, const char *comm)
-{
-	size_t i;
-
-	for (i = 0; i < N_BUILTIN; i++)
-		if (comm_eq(builtin_protect[i], comm))
-			return true;
-	for (i = 0; cfg && i < cfg->n_protect; i++)
-		if (comm_eq(cfg->protect[i], comm))
-			return true;
-	return false;
-}
-
-static int protect_add(struct guard_config *cfg, const char *list, const char *name,
-		       char *err, size_t errlen)
-{
-	char *copy = strdup(list), *p, *comma, *tok, **v;
-	int ret = -ENOMEM;
-
-	if (!copy)
-		goto out;
-	for (p = copy; p; p = comma ? comma + 1 : NULL) {
-		comma = strchr(p, ',');
-		if (comma)
-			*comma = '\0';
-		tok = str__trim(p);
-		if (!*tok) {
-			errbuf__set(err, errlen, "invalid %s '%s': an empty process name", name, list);
-			ret = -EINVAL;
-			goto out;
-		}
-		if (protect_has(cfg, tok))
-			continue;
-		/* The kernel side holds the whole list in a fixed array. */
-		if (N_BUILTIN + cfg->n_protect >= UMT_GUARD_MAX_PROTECT) {
-			errbuf__set(err, errlen, "invalid %s '%s': at most %zu names besides the built-in ones",
-				name, list, (size_t)UMT_GUARD_MAX_PROTECT - N_BUILTIN);
-			ret = -EINVAL;
-			goto out;
-		}
-		v = realloc(cfg->protect, (cfg->n_protect + 1) * sizeof(*v));
-		if (!v)
-			goto out_nomem;
-		cfg->protect = v;
-		cfg->protect[cfg->n_protect] = strndup(tok, COMM_MAX);
-		if (!cfg->protect[cfg->n_protect])
-			goto out_nomem;
-		cfg->n_protect++;
-	}
-	ret = 0;
-	goto out;
-out_nomem:
-	errbuf__set(err, errlen, "%s: out of memory", name);
-	ret = -ENOMEM;
-out:
-	free(copy);
-	return ret;
-}
-
-size_t guard_config__protected_comms(const struct guard_config *cfg, const char **names,
-				     size_t max)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < N_BUILTIN; i++, n++)
-		if (n < max)
-			names[n] = builtin_protect[i];
-	for (i = 0; cfg && i < cfg->n_protect; i++, n++)
-		if (n < max)
-			names[n] = cfg->protect[i];
-	return n;
-}
-
-bool guard_protected(const struct guard_config *cfg, pid_t pid, const char *comm,
-		     bool kthread)
-{
-	if (kthread || pid <= 1)
-		return true;
-	if (cfg && pid == cfg->self_pid)
-		return true;
-	return comm && protect_has(cfg, comm);
-}
 
 /* --- one key = value --- */
 
@@ -296,7 +193,7 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 	case K_SCOPE:
 		return guard_scope__parse(&cfg->scope, v, name, err, errlen);
 	case K_PROTECT:
-		return protect_add(cfg, v, name, err, errlen);
+		return protect__add(&cfg->protect, v, name, err, errlen);
 	case K_TORCH:
 		if (!parse_bool(v, &cfg->torch))
 			return 0;
@@ -572,6 +469,7 @@ void guard_config__init(struct guard_config *cfg)
 	cfg->scope.kind = UMT_SCOPE_GPU;
 	cfg->torch = GUARD_TORCH_DEFAULT;
 	cfg->self_pid = getpid();
+	protect__init(&cfg->protect);
 }
 
 int guard_config__policy(const struct guard_config *cfg, uint64_t mem_total,
@@ -603,7 +501,7 @@ void guard_config__free(struct guard_config *cfg)
 	free(cfg->drop);
 	free(cfg->auto_resume);
 	guard_scope__free(&cfg->scope);
-	free_list(cfg->protect, cfg->n_protect);
+	protect__free(&cfg->protect);
 	free(cfg->on_stop);
 	free(cfg->postmortem_dir);
 	free(cfg->metrics_file);

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include "guard/action.h"
 #include "guard/policy.h"
+#include "guard/protect.h"
 #include "guard/scope.h"
 
 struct guard_config {
@@ -27,8 +28,7 @@ struct guard_config {
 	enum guard_metric metric;
 	enum guard_act action;
 	struct guard_scope scope;
-	char **protect;		/* process names, besides the built-in ones */
-	size_t n_protect;
+	struct protect_set protect;	/* --protect: besides the built-ins */
 	bool dry_run;
 	bool torch;		/* probe PyTorch's allocator hook (libc10) */
 	/* The page programs stay attached far from the floor too (guard/arm.h). */
@@ -65,19 +65,6 @@ int guard_config__set(struct guard_config *cfg, const char *key, const char *val
 /* The thresholds resolved against mem_total, and checked: guard_policy__init. */
 int guard_config__policy(const struct guard_config *cfg, uint64_t mem_total,
 			 struct guard_policy *p, char *err, size_t errlen);
-/*
- * Every protected process name, built-in ones first, truncated as the
- * kernel truncates comm (15 characters), for the kernel side's list.
- * Returns how many there are (at most max are stored).
- */
-size_t guard_config__protected_comms(const struct guard_config *cfg, const char **names,
-				     size_t max);
-/*
- * Never stopped: pid 1, kernel threads, umtrace itself, sshd,
- * systemd-journald and the names in protect. cfg may be NULL (built-ins).
- */
-bool guard_protected(const struct guard_config *cfg, pid_t pid, const char *comm,
-		     bool kthread);
 void guard_config__free(struct guard_config *cfg);
 
 #endif /* UMTRACE_GUARD_CONFIG_H */

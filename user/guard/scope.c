@@ -53,7 +53,7 @@ static int scope_pids(struct guard_scope *sc, const char *list, const char *name
  * compares with /proc/PID/cgroup's path by prefix. ".." could leave the
  * subtree the operator meant, so it is refused rather than resolved.
  */
-static int scope_cgroup(struct guard_scope *sc, const char *path, const char *name,
+int guard_cgroup__parse(const char *path, char **out_path, const char *name,
 			const char *spec, char *err, size_t errlen)
 {
 	const char *mnt = cgroup2__root(), *p = path, *end;
@@ -97,8 +97,20 @@ static int scope_cgroup(struct guard_scope *sc, const char *path, const char *na
 		p = end;
 	}
 	out[n] = '\0';
-	sc->cgroup = out;
+	*out_path = out;
 	return 0;
+}
+
+bool guard_cgroup__holds(const char *base, const char *cgroup)
+{
+	size_t len = strlen(base);
+
+	if (!cgroup)
+		return false;
+	while (*cgroup == '/')
+		cgroup++;
+	/* "a/b" holds "a/b" and "a/b/c", not "a/bc". */
+	return !len || (!strncmp(cgroup, base, len) && (!cgroup[len] || cgroup[len] == '/'));
 }
 
 /*
@@ -186,7 +198,7 @@ static int scope_parse(struct guard_scope *sc, const char *spec, const char *nam
 		ret = scope_pids(&n, spec + 4, name, spec, err, errlen);
 	} else if (!strncmp(spec, "cgroup:", 7)) {
 		n.kind = UMT_SCOPE_CGROUP;
-		ret = scope_cgroup(&n, spec + 7, name, spec, err, errlen);
+		ret = guard_cgroup__parse(spec + 7, &n.cgroup, name, spec, err, errlen);
 	} else if (!strncmp(spec, "comm:", 5)) {
 		n.kind = UMT_SCOPE_COMM;
 		ret = scope_comm(&n, spec + 5, name, spec, err, errlen);
@@ -220,7 +232,7 @@ int guard_scope__parse(struct guard_scope *sc, const char *spec, const char *nam
 bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *comm,
 			const char *cgroup)
 {
-	size_t i, len;
+	size_t i;
 
 	switch (sc->kind) {
 	case UMT_SCOPE_GPU:	/* the caller offers only GPU processes */
@@ -232,14 +244,7 @@ bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *com
 				return true;
 		return false;
 	case UMT_SCOPE_CGROUP:
-		if (!cgroup)
-			return false;
-		while (*cgroup == '/')
-			cgroup++;
-		len = strlen(sc->cgroup);
-		/* "a/b" holds "a/b" and "a/b/c", not "a/bc". */
-		return !len || (!strncmp(cgroup, sc->cgroup, len) &&
-				(!cgroup[len] || cgroup[len] == '/'));
+		return guard_cgroup__holds(sc->cgroup, cgroup);
 	case UMT_SCOPE_COMM:
 		return comm && !regexec(sc->comm_re, comm, 0, NULL, 0);
 	}

@@ -41,4 +41,14 @@ bool guard_scope__match(const struct guard_scope *sc, pid_t pid, const char *com
 			const char *cgroup);
 void guard_scope__free(struct guard_scope *sc);
 
+/*
+ * A cgroup v2 path as the guard keeps it, relative to the root with single
+ * slashes ("a/b"; "" is the root), from "/sys/fs/cgroup/a/b" or "a/b"; ".."
+ * and "." refused. name and spec for the message. 0, or -EINVAL/-ENOMEM.
+ */
+int guard_cgroup__parse(const char *path, char **out, const char *name, const char *spec,
+			char *err, size_t errlen);
+/* base ("a/b") holds cgroup (/proc/PID/cgroup's "/a/b/c"); NULL: unknown, no. */
+bool guard_cgroup__holds(const char *base, const char *cgroup);
+
 #endif /* UMTRACE_GUARD_SCOPE_H */

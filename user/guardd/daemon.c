@@ -199,8 +199,6 @@ static void kernel_cfg(struct guard *g, enum platform plat)
 	g->kcfg.metric_free = g->opt.pol.metric == GUARD_METRIC_FREE;
 	g->kcfg.cost_apis = platform__admission_apis(plat);
 	g->kcfg.scope = guard__scope_kind(g);
-	g->kcfg.n_protect = g->opt.n_protect;
-	memcpy(g->kcfg.protect, g->opt.protect, sizeof(g->kcfg.protect));
 }
 
 static int arm(struct guard *g)
@@ -220,6 +218,8 @@ static int arm(struct guard *g)
 	if (err)
 		return err;
 	err = guard__setup_scope(g);
+	if (!err)
+		err = guard__setup_protect(g);
 	if (err)
 		return err;
 	find_zones(g);

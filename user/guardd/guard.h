@@ -73,8 +73,6 @@ struct guard_opts {
 	uint64_t flight_seconds;	/* flight recorder window, 0: none */
 	bool no_pin;			/* the kernel side dies with the daemon */
 	bool torch;			/* probe PyTorch's allocator hook (--torch) */
-	uint32_t n_protect;		/* names the kernel side never stops */
-	char protect[UMT_GUARD_MAX_PROTECT][TASK_COMM_LEN];
 };
 
 struct flight_recorder;
@@ -117,6 +115,7 @@ struct guard {
 	uint64_t error_max, error_sum, error_n;
 	uint64_t error_above;		/* most the kernel's figure was over a sample */
 	uint64_t next_write_ms;
+	uint64_t next_protect_ms;	/* protected files and cgroups looked up again */
 	time_t started;
 	bool exiting;
 	/* conditions that can hold at every sample */
@@ -194,5 +193,8 @@ int guard__setup_scope(struct guard *g);
 void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r);
 bool guard__in_scope(struct guard *g, const struct guard_proc *p);
 bool guard__protected(struct guard *g, const struct guard_proc *p);
+/* Who is never stopped, to the kernel side; again once a second (tick). */
+int guard__setup_protect(struct guard *g);
+void guard__refresh_protect(struct guard *g, uint64_t now_ms);
 
 #endif /* UMTRACE_GUARDD_GUARD_H */

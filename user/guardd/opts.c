@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "guardd/guard.h"
@@ -178,20 +179,28 @@ static int take_libcuda(struct guard_opts *o)
 	return 0;
 }
 
-static void copy_protect(struct guard_opts *o)
+/*
+ * The built-ins, then what each entry is on this host: an operator's
+ * exe: or cgroup: that is missing or that a user could write is refused
+ * now, not found wanting at the moment it matters. Executables are
+ * looked up in the host's root (pid 1's), where a container runs this.
+ */
+static int resolve_protect(struct guard_opts *o)
 {
-	const char *names[UMT_GUARD_MAX_PROTECT];
-	size_t i, n;
+	char err[PATH_MAX + 256];
+	int ret;
 
-	n = guard_config__protected_comms(&o->cfg, names, UMT_GUARD_MAX_PROTECT);
-	if (n > UMT_GUARD_MAX_PROTECT) {
-		wlog("guard: only %d protected names reach the kernel side; user space "
-		     "checks all %zu", UMT_GUARD_MAX_PROTECT, n);
-		n = UMT_GUARD_MAX_PROTECT;
+	o->cfg.protect.root = "/proc/1/root";
+	if (protect__add_builtins(&o->cfg.protect)) {
+		elog("out of memory");
+		return -EINVAL;
 	}
-	for (i = 0; i < n; i++)
-		strncpy(o->protect[i], names[i], TASK_COMM_LEN - 1);
-	o->n_protect = (uint32_t)n;
+	ret = protect__resolve(&o->cfg.protect, true, err, sizeof(err));
+	if (ret < 0) {
+		elog("%s", err);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int guard_opts__parse(struct guard_opts *o, int argc, char **argv)
@@ -228,7 +237,8 @@ int guard_opts__parse(struct guard_opts *o, int argc, char **argv)
 	o->metrics_file = o->cfg.metrics_file;
 	/* Naming a libc10 asks for its hook. */
 	o->torch = o->cfg.torch || o->ao.n_libc10;
-	copy_protect(o);
+	if (resolve_protect(o))
+		return -EINVAL;
 	if (take_libcuda(o)) {
 		elog("out of memory");
 		return -EINVAL;

@@ -13,6 +13,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +139,52 @@ bool guard__in_scope(struct guard *g, const struct guard_proc *p)
 	return guard_scope__match(&g->opt.cfg.scope, (pid_t)p->pid, p->comm, cg);
 }
 
+int guard__setup_protect(struct guard *g)
+{
+	char buf[PATH_MAX + 32];
+	size_t i;
+	int err;
+
+	for (i = 0; i < g->opt.cfg.protect.n; i++) {
+		const struct protect_entry *e = &g->opt.cfg.protect.v[i];
+
+		if (e->found)
+			vlog("guard: never stopped: %s", protect__describe(e, buf, sizeof(buf)));
+	}
+	err = protect__to_kernel(&g->opt.cfg.protect, &g->session.probes);
+	if (err)
+		elog("guard: cannot tell the kernel side who is protected: %s", strerror(-err));
+	return err;
+}
+
+/*
+ * An upgrade replaces a protected executable, a restarted service gets a
+ * new cgroup: what the entries name is looked up again once a second.
+ */
+#define PROTECT_REFRESH_MS 1000
+
+void guard__refresh_protect(struct guard *g, uint64_t now_ms)
+{
+	int changed, err;
+
+	if (now_ms < g->next_protect_ms)
+		return;
+	g->next_protect_ms = now_ms + PROTECT_REFRESH_MS;
+	changed = protect__resolve(&g->opt.cfg.protect, false, NULL, 0);
+	if (changed <= 0)
+		return;
+	vlog("guard: %d protected entries changed on the host", changed);
+	err = protect__to_kernel(&g->opt.cfg.protect, &g->session.probes);
+	if (err)
+		wlog("guard: cannot tell the kernel side who is protected: %s", strerror(-err));
+}
+
+/* A process whose identity cannot be read (gone) is not protected: it is not there. */
 bool guard__protected(struct guard *g, const struct guard_proc *p)
 {
-	return guard_protected(&g->opt.cfg, (pid_t)p->pid, p->comm, false);
+	struct proc_id id;
+
+	if (protect__read((pid_t)p->pid, &id))
+		return false;
+	return protect__match(&g->opt.cfg.protect, &id, g->opt.cfg.self_pid);
 }

@@ -225,6 +225,7 @@ void guard__tick(void *ctx)
 	apply(g, &a);
 	g->session.tick_ms = guard_policy__next_interval_ms(&g->opt.pol, &g->pstate);
 	guard_flight__sample(g);
+	guard__refresh_protect(g, clock__mono_ms());
 	/* Libraries found by the rescan bring new links. */
 	if (guard_pins__sync(&g->pins, &g->session.probes))
 		log__repeat(&g->no_pin, t0, "guard: cannot pin the probes of a new libcuda");

@@ -1,0 +1,764 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Who the guard never stops (protect.h): the list, parsed once; what each
+ * entry is on this host now, found again as files and cgroups change;
+ * the same decision from /proc as the kernel side makes from the task;
+ * and the kernel side's maps, kept equal to the list.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "attach/probes.h"
+#include "guard/protect.h"
+#include "guard/scope.h"
+#include "lib/parse.h"
+#include "lib/procfs.h"
+#include "lib/units.h"
+#include "umtrace.skel.h"
+
+/* The kernel keeps TASK_COMM_LEN - 1 characters of a process name. */
+#define COMM_MAX (TASK_COMM_LEN - 1)
+/* include/linux/sched.h */
+#define PF_KTHREAD 0x00200000U
+/* include/linux/proc_ns.h: the initial user namespace's inode. */
+#define PROC_USER_INIT_INO 0xEFFFFFFDU
+/* Symlinks followed in one path, as the kernel's MAXSYMLINKS. */
+#define MAX_LINKS 40
+
+/*
+ * The way in (sshd: the listener, and its per-connection processes of
+ * OpenSSH 9.8 on) and the way an operator reads what happened (the
+ * journal), wherever distributions install them; for processes run by
+ * root, since any user may run these files too.
+ */
+static const char *const builtin_exes[] = {
+	"/usr/sbin/sshd",
+	"/usr/bin/sshd",
+	"/usr/lib/openssh/sshd-session",
+	"/usr/lib/openssh/sshd-auth",
+	"/usr/libexec/openssh/sshd-session",
+	"/usr/libexec/openssh/sshd-auth",
+	"/usr/lib/systemd/systemd-journald",
+	"/lib/systemd/systemd-journald",
+};
+
+void protect__init(struct protect_set *ps)
+{
+	memset(ps, 0, sizeof(*ps));
+}
+
+void protect__free(struct protect_set *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		free(ps->v[i].arg);
+	free(ps->v);
+	protect__init(ps);
+}
+
+static bool same_entry(const struct protect_entry *a, const struct protect_entry *b)
+{
+	if (a->kind != b->kind || a->root_only != b->root_only)
+		return false;
+	if (a->kind == PROTECT_UID)
+		return a->uid == b->uid;
+	return !strcmp(a->arg, b->arg);
+}
+
+static int push(struct protect_set *ps, const struct protect_entry *e)
+{
+	struct protect_entry *v;
+	size_t i;
+
+	for (i = 0; i < ps->n; i++)
+		if (same_entry(&ps->v[i], e))
+			return 0;
+	v = realloc(ps->v, (ps->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ps->v = v;
+	ps->v[ps->n++] = *e;
+	return 1;
+}
+
+static int parse_name(struct protect_entry *e, const char *tok, const char *name,
+		      const char *list, char *err, size_t errlen)
+{
+	/* Matched with its executable's file name, which has no '/'. */
+	if (strchr(tok, '/')) {
+		errbuf__set(err, errlen, "invalid %s '%s': '%s' is no process name (for a path, exe:%s)",
+			    name, list, tok, tok);
+		return -EINVAL;
+	}
+	e->kind = PROTECT_NAME;
+	e->arg = strndup(tok, COMM_MAX);
+	return e->arg ? 0 : -ENOMEM;
+}
+
+static int parse_one(struct protect_entry *e, const char *tok, const char *name,
+		     const char *list, char *err, size_t errlen)
+{
+	long uid;
+
+	memset(e, 0, sizeof(*e));
+	if (!*tok) {
+		errbuf__set(err, errlen, "invalid %s '%s': an empty entry", name, list);
+		return -EINVAL;
+	}
+	if (!strncmp(tok, "exe:", 4)) {
+		if (tok[4] != '/') {
+			errbuf__set(err, errlen, "invalid %s '%s': exe: needs an absolute path",
+				    name, list);
+			return -EINVAL;
+		}
+		e->kind = PROTECT_EXE;
+		e->arg = strdup(tok + 4);
+		return e->arg ? 0 : -ENOMEM;
+	}
+	if (!strncmp(tok, "cgroup:", 7)) {
+		e->kind = PROTECT_CGROUP;
+		if (guard_cgroup__parse(tok + 7, &e->arg, name, list, err, errlen))
+			return -EINVAL;
+		if (!*e->arg) {
+			errbuf__set(err, errlen, "invalid %s '%s': the root cgroup holds every process",
+				    name, list);
+			free(e->arg);
+			e->arg = NULL;
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strncmp(tok, "uid:", 4)) {
+		if (parse_long(tok + 4, 0, (long)UINT32_MAX - 1, &uid)) {
+			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a uid", name, list,
+				    tok + 4);
+			return -EINVAL;
+		}
+		e->kind = PROTECT_UID;
+		e->uid = (uint32_t)uid;
+		return 0;
+	}
+	return parse_name(e, tok, name, list, err, errlen);
+}
+
+/* Entries of the operator's, of kind (or of any kind: 0). */
+static size_t n_operator(const struct protect_set *ps, enum protect_kind kind)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < ps->n; i++)
+		n += !ps->v[i].builtin && (!kind || ps->v[i].kind == kind);
+	return n;
+}
+
+int protect__add(struct protect_set *ps, const char *list, const char *name, char *err,
+		 size_t errlen)
+{
+	char *copy = strdup(list), *p, *comma;
+	size_t first = ps->n;
+	struct protect_entry e;
+	int ret = -ENOMEM;
+
+	if (!copy)
+		goto nomem;
+	for (p = copy; p; p = comma ? comma + 1 : NULL) {
+		comma = strchr(p, ',');
+		if (comma)
+			*comma = '\0';
+		ret = parse_one(&e, str__trim(p), name, list, err, errlen);
+		if (ret)
+			goto fail;
+		if (n_operator(ps, 0) >= PROTECT_MAX ||
+		    (e.kind == PROTECT_CGROUP &&
+		     n_operator(ps, PROTECT_CGROUP) >= UMT_GUARD_MAX_PROTECT_CGROUPS)) {
+			free(e.arg);
+			errbuf__set(err, errlen, "invalid %s '%s': at most %d entries, %d of them cgroups",
+				    name, list, PROTECT_MAX, UMT_GUARD_MAX_PROTECT_CGROUPS);
+			ret = -EINVAL;
+			goto fail;
+		}
+		ret = push(ps, &e);
+		if (ret <= 0)
+			free(e.arg);
+		if (ret < 0)
+			goto fail;
+	}
+	free(copy);
+	return 0;
+fail:
+	/* All or nothing: the set is as it was. */
+	while (ps->n > first)
+		free(ps->v[--ps->n].arg);
+	free(copy);
+	if (ret != -ENOMEM)
+		return ret;
+nomem:
+	errbuf__set(err, errlen, "%s: out of memory", name);
+	return -ENOMEM;
+}
+
+int protect__add_builtins(struct protect_set *ps)
+{
+	struct protect_entry e;
+	size_t i;
+
+	for (i = 0; i < sizeof(builtin_exes) / sizeof(builtin_exes[0]); i++) {
+		memset(&e, 0, sizeof(e));
+		e.kind = PROTECT_EXE;
+		e.root_only = e.builtin = true;
+		e.arg = strdup(builtin_exes[i]);
+		if (!e.arg || push(ps, &e) < 0) {
+			free(e.arg);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* --- finding an executable, and trusting it --- */
+
+/* No user but root may change it, or what is in it. */
+static bool root_only_writes(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static const char *describe_owner(const struct stat *st)
+{
+	if (st->st_uid)
+		return "is not owned by root";
+	return "is writable by group or others";
+}
+
+/*
+ * One step of the walk: name (a component) in dir. A symlink's target
+ * is put in front of the rest (an absolute one restarts at the root),
+ * as the kernel would resolve it there. *fd gets the next directory, or
+ * the file. 1: go on; 0: the file is open in *fd; -errno: why says.
+ */
+struct walk {
+	int root, dir;
+	char rest[PATH_MAX];
+	unsigned int links;
+	char why[PATH_MAX + 64];
+};
+
+static int walk_step(struct walk *w, const char *comp, bool last, int *fd)
+{
+	char target[PATH_MAX], tail[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(w->dir, comp, &st, AT_SYMLINK_NOFOLLOW)) {
+		snprintf(w->why, sizeof(w->why), "%s: %s", comp, strerror(errno));
+		return -errno;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		/* A link in a directory only root may write was made by root. */
+		n = readlinkat(w->dir, comp, target, sizeof(target) - 1);
+		if (n <= 0 || ++w->links > MAX_LINKS) {
+			snprintf(w->why, sizeof(w->why), "%s: cannot follow the link", comp);
+			return -ELOOP;
+		}
+		target[n] = '\0';
+		snprintf(tail, sizeof(tail), "%s", w->rest);
+		if (snprintf(w->rest, sizeof(w->rest), "%s/%s", target, tail) >=
+		    (int)sizeof(w->rest))
+			return -ENAMETOOLONG;
+		if (target[0] == '/') {
+			close(w->dir);
+			w->dir = dup(w->root);
+			if (w->dir < 0)
+				return -errno;
+		}
+		return 1;
+	}
+	if (!root_only_writes(&st)) {
+		snprintf(w->why, sizeof(w->why), "%s %s", comp, describe_owner(&st));
+		return -EPERM;
+	}
+	if (last && !S_ISREG(st.st_mode)) {
+		snprintf(w->why, sizeof(w->why), "%s is not a regular file", comp);
+		return -EINVAL;
+	}
+	if (!last && !S_ISDIR(st.st_mode)) {
+		snprintf(w->why, sizeof(w->why), "%s is not a directory", comp);
+		return -ENOTDIR;
+	}
+	*fd = openat(w->dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
+	if (*fd < 0) {
+		snprintf(w->why, sizeof(w->why), "%s: %s", comp, strerror(errno));
+		return -errno;
+	}
+	return last ? 0 : 1;
+}
+
+/* The next component of w->rest into comp; false when none is left. */
+static bool next_comp(struct walk *w, char *comp, size_t len, bool *last)
+{
+	char *p = w->rest, *end;
+	size_t n;
+
+	while (*p == '/')
+		p++;
+	if (!*p)
+		return false;
+	end = strchrnul(p, '/');
+	n = (size_t)(end - p) < len - 1 ? (size_t)(end - p) : len - 1;
+	memcpy(comp, p, n);
+	comp[n] = '\0';
+	memmove(w->rest, end, strlen(end) + 1);
+	for (p = w->rest; *p == '/'; p++)
+		;
+	*last = !*p;
+	return true;
+}
+
+/*
+ * path (absolute), below root, opened O_PATH the way the kernel would
+ * resolve it there, if it and every directory passed through are root's
+ * and not writable by group or others. The fd, or -errno with why.
+ */
+static int open_trusted(int root, const char *path, char *why, size_t len)
+{
+	struct walk w = { .root = root };
+	char comp[NAME_MAX + 1];
+	struct stat st;
+	bool last;
+	int fd = -1, ret;
+
+	snprintf(w.rest, sizeof(w.rest), "%s", path);
+	if (fstat(root, &st) || !root_only_writes(&st)) {
+		snprintf(why, len, "/ %s", describe_owner(&st));
+		return -EPERM;
+	}
+	w.dir = dup(root);
+	if (w.dir < 0)
+		return -errno;
+	ret = -ENOENT;
+	snprintf(w.why, sizeof(w.why), "no file named");
+	while (next_comp(&w, comp, sizeof(comp), &last)) {
+		if (!strcmp(comp, ".") && !last)
+			continue;
+		ret = walk_step(&w, comp, last, &fd);
+		if (ret <= 0)
+			break;
+		if (fd >= 0) {
+			close(w.dir);
+			w.dir = fd;
+			fd = -1;
+		}
+		ret = -ENOENT;
+	}
+	close(w.dir);
+	if (ret < 0) {
+		snprintf(why, len, "%s", w.why);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * The kernel's dev_t of the filesystem fd is on (sb->s_dev): the mount's
+ * in mountinfo. stat(2)'s st_dev is not it everywhere (btrfs gives a
+ * subvolume's own number), which is why the kernel side is told this.
+ */
+static uint64_t kernel_dev(int fd, const struct stat *st, const char *mountinfo)
+{
+	unsigned int maj = major(st->st_dev), min = minor(st->st_dev), a, b;
+	char line[4096];
+	struct statx stx;
+	uint64_t id;
+	FILE *f;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) || !(stx.stx_mask & STATX_MNT_ID))
+		goto out;
+	f = fopen(mountinfo, "re");
+	if (!f)
+		goto out;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNu64 " %*s %u:%u", &id, &a, &b) == 3 && id == stx.stx_mnt_id) {
+			maj = a;
+			min = b;
+			break;
+		}
+	}
+	fclose(f);
+out:
+	return (uint64_t)maj << 20 | min;
+}
+
+/* 1 when found (and what it is changed), 0 when not found, -errno. */
+static int resolve_exe(struct protect_set *ps, struct protect_entry *e, char *why, size_t len)
+{
+	const char *root = ps->root ? ps->root : "/";
+	char mountinfo[64];
+	struct stat st;
+	int rfd, fd;
+
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0 && ps->root)
+		rfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0) {
+		snprintf(why, len, "%s: %s", root, strerror(errno));
+		return -errno;
+	}
+	fd = open_trusted(rfd, e->arg, why, len);
+	close(rfd);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -errno;
+	}
+	snprintf(mountinfo, sizeof(mountinfo), "%s",
+		 ps->root && !strncmp(ps->root, "/proc/1/", 8) ? "/proc/1/mountinfo" :
+		 "/proc/self/mountinfo");
+	/* The same file as before is on the same filesystem as before. */
+	if (!e->found || e->dev != st.st_dev || e->ino != st.st_ino)
+		e->kdev = kernel_dev(fd, &st, mountinfo);
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	close(fd);
+	return 1;
+}
+
+/* The id the kernel gives a cgroup (kernfs's node id), by its path. */
+static int resolve_cgroup(struct protect_entry *e, char *why, size_t len)
+{
+	const char *mnt = cgroup2__root();
+	struct {
+		struct file_handle fh;
+		uint64_t id;
+	} h = { .fh.handle_bytes = sizeof(uint64_t) };
+	char path[PATH_MAX];
+	const char *p;
+	int mount_id;
+
+	if (!mnt) {
+		snprintf(why, len, "cgroup v2 is not mounted");
+		return -ENOENT;
+	}
+	snprintf(path, sizeof(path), "%s/%s", mnt, e->arg);
+	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0)) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	memcpy(&e->cgroup_id, h.fh.f_handle, sizeof(e->cgroup_id));
+	e->level = 1;
+	for (p = e->arg; *p; p++)
+		e->level += *p == '/';
+	return 1;
+}
+
+static int resolve_one(struct protect_set *ps, struct protect_entry *e, char *why, size_t len)
+{
+	switch (e->kind) {
+	case PROTECT_EXE:
+		return resolve_exe(ps, e, why, len);
+	case PROTECT_CGROUP:
+		return resolve_cgroup(e, why, len);
+	default:
+		return 1;	/* names and uids are what they say */
+	}
+}
+
+int protect__resolve(struct protect_set *ps, bool strict, char *err, size_t errlen)
+{
+	struct protect_entry was;
+	char why[PATH_MAX + 128];
+	int changed = 0, ret;
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		struct protect_entry *e = &ps->v[i];
+
+		was = *e;
+		why[0] = '\0';
+		ret = resolve_one(ps, e, why, sizeof(why));
+		if (ret < 0 && strict && !e->builtin) {
+			errbuf__set(err, errlen, "protect %s:%s: %s",
+				    e->kind == PROTECT_EXE ? "exe" : "cgroup", e->arg, why);
+			return ret;
+		}
+		e->found = ret > 0;
+		changed += was.found != e->found ||
+			   (e->found && (was.kdev != e->kdev || was.ino != e->ino ||
+					 was.dev != e->dev || was.cgroup_id != e->cgroup_id));
+	}
+	return changed;
+}
+
+/* --- the same decision from /proc --- */
+
+static bool read_status_uid(pid_t pid, uint32_t *uid)
+{
+	char path[64], line[256];
+	unsigned long v;
+	bool ok = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %lu", &v) == 1) {
+			*uid = (uint32_t)v;
+			ok = true;
+			break;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+/* Field 9 of /proc/PID/stat, after the name in parentheses. */
+static bool read_kthread(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return false;
+	return flags & PF_KTHREAD;
+}
+
+static void read_exe(pid_t pid, struct proc_id *id)
+{
+	static const char deleted[] = " (deleted)";
+	char path[64], target[PATH_MAX], *base;
+	struct stat st;
+	ssize_t n;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (stat(path, &st))
+		return;
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return;
+	target[n] = '\0';
+	len = (size_t)n;
+	if (len > sizeof(deleted) - 1 && !strcmp(target + len - (sizeof(deleted) - 1), deleted))
+		target[len - (sizeof(deleted) - 1)] = '\0';
+	base = strrchr(target, '/');
+	/* A file name has at most NAME_MAX (255) bytes. */
+	snprintf(id->exe_name, sizeof(id->exe_name), "%.255s", base ? base + 1 : target);
+	id->dev = st.st_dev;
+	id->ino = st.st_ino;
+	id->exe_uid = st.st_uid;
+	id->exe_mode = st.st_mode;
+	id->have_exe = true;
+}
+
+int protect__read(pid_t pid, struct proc_id *id)
+{
+	char path[64];
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	id->pid = pid;
+	if (!proc__comm(pid, id->comm, sizeof(id->comm)))
+		return -ENOENT;
+	id->kthread = read_kthread(pid);
+	id->have_uid = read_status_uid(pid, &id->uid);
+	read_exe(pid, id);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	id->host_userns = !stat(path, &st) && st.st_ino == PROC_USER_INIT_INO;
+	if (proc__cgroup(pid, id->cgroup, sizeof(id->cgroup)))
+		id->cgroup[0] = '\0';
+	return 0;
+}
+
+/* Equal as the kernel would see them: both cut to COMM_MAX characters. */
+static bool comm_eq(const char *a, const char *b)
+{
+	size_t la = strnlen(a, COMM_MAX), lb = strnlen(b, COMM_MAX);
+
+	return la == lb && !memcmp(a, b, la);
+}
+
+static bool match_one(const struct protect_entry *e, const struct proc_id *id)
+{
+	bool by_root = id->have_uid && id->uid == 0;
+
+	if (!e->found)
+		return false;
+	switch (e->kind) {
+	case PROTECT_UID:
+		return id->have_uid && id->uid == e->uid;
+	case PROTECT_CGROUP:
+		return id->cgroup[0] && guard_cgroup__holds(e->arg, id->cgroup);
+	case PROTECT_EXE:
+		return id->have_exe && id->host_userns && id->dev == e->dev && id->ino == e->ino &&
+		       (!e->root_only || by_root);
+	case PROTECT_NAME:
+		return id->have_exe && id->host_userns && comm_eq(id->comm, e->arg) &&
+		       comm_eq(id->exe_name, e->arg) && id->exe_uid == 0 &&
+		       !(id->exe_mode & (S_IWGRP | S_IWOTH)) && (!e->root_only || by_root);
+	}
+	return false;
+}
+
+bool protect__match(const struct protect_set *ps, const struct proc_id *id, pid_t self_pid)
+{
+	size_t i;
+
+	if (id->pid <= 1 || id->kthread || (self_pid && id->pid == self_pid))
+		return true;
+	for (i = 0; ps && i < ps->n; i++)
+		if (match_one(&ps->v[i], id))
+			return true;
+	return false;
+}
+
+const char *protect__describe(const struct protect_entry *e, char *buf, size_t len)
+{
+	switch (e->kind) {
+	case PROTECT_UID:
+		snprintf(buf, len, "uid:%u", e->uid);
+		break;
+	case PROTECT_EXE:
+		snprintf(buf, len, "exe:%s%s", e->arg, e->root_only ? " (run by root)" : "");
+		break;
+	case PROTECT_CGROUP:
+		snprintf(buf, len, "cgroup:%s", e->arg);
+		break;
+	default:
+		snprintf(buf, len, "%s", e->arg);
+	}
+	return buf;
+}
+
+/* --- the kernel side --- */
+
+/* The map's key for e; false for what the map does not hold (cgroups). */
+static bool kernel_key(const struct protect_entry *e, struct umt_protect_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->kind = e->kind;
+	switch (e->kind) {
+	case PROTECT_UID:
+		k->uid = e->uid;
+		return true;
+	case PROTECT_EXE:
+		k->dev = e->kdev;
+		k->ino = e->ino;
+		return true;
+	case PROTECT_NAME:
+		strncpy(k->comm, e->arg, COMM_MAX);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* An entry of the set has this key; *flags gets the weakest condition. */
+static bool wanted(const struct protect_set *ps, const struct umt_protect_key *k,
+		   uint8_t *flags)
+{
+	struct umt_protect_key mine;
+	bool found = false;
+	size_t i;
+
+	*flags = UMT_PROTECT_ROOT;
+	for (i = 0; i < ps->n; i++) {
+		if (!ps->v[i].found || !kernel_key(&ps->v[i], &mine) ||
+		    memcmp(&mine, k, sizeof(mine)))
+			continue;
+		found = true;
+		if (!ps->v[i].root_only)
+			*flags = 0;
+	}
+	return found;
+}
+
+static int put_keys(const struct protect_set *ps, int fd)
+{
+	struct umt_protect_key k;
+	uint8_t flags;
+	size_t i;
+
+	for (i = 0; i < ps->n; i++) {
+		if (!ps->v[i].found || !kernel_key(&ps->v[i], &k))
+			continue;
+		wanted(ps, &k, &flags);
+		if (bpf_map_update_elem(fd, &k, &flags, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static int drop_stale_keys(const struct protect_set *ps, int fd)
+{
+	struct umt_protect_key k, next, *prev = NULL;
+	uint8_t flags;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		if (!wanted(ps, &k, &flags)) {
+			if (bpf_map_delete_elem(fd, &k))
+				return -errno;
+			/* Deleted: start over rather than from a key gone. */
+			prev = NULL;
+			continue;
+		}
+		prev = &k;
+	}
+	return 0;
+}
+
+static void put_cgroups(const struct protect_set *ps, struct probes *p)
+{
+	struct umt_protect_cgroup *c = p->skel->bss->guard_protect_cgroups;
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < ps->n && n < UMT_GUARD_MAX_PROTECT_CGROUPS; i++) {
+		if (ps->v[i].kind != PROTECT_CGROUP || !ps->v[i].found)
+			continue;
+		c[n].id = ps->v[i].cgroup_id;
+		c[n].level = ps->v[i].level;
+		n++;
+	}
+	/* A list that shrinks: the count first, so no stale slot is read. */
+	if (n < p->skel->bss->guard_n_protect_cgroups)
+		__atomic_store_n(&p->skel->bss->guard_n_protect_cgroups, n, __ATOMIC_RELEASE);
+	for (i = n; i < UMT_GUARD_MAX_PROTECT_CGROUPS; i++)
+		c[i].id = 0;
+	__atomic_store_n(&p->skel->bss->guard_n_protect_cgroups, n, __ATOMIC_RELEASE);
+}
+
+int protect__to_kernel(const struct protect_set *ps, struct probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.guard_protect), err;
+
+	err = put_keys(ps, fd);
+	if (!err)
+		err = drop_stale_keys(ps, fd);
+	put_cgroups(ps, p);
+	return err;
+}
