@@ -90,21 +90,17 @@ static __always_inline bool same_name(const char *a, const char *b)
 /*
  * A protected name counts only for a process run from a file of that
  * name (its first 15 bytes, as comm keeps them) that is root's and that
- * no one else may write: a user can name a process anything, and run
- * root's binaries under another name (a symlink, prctl), but cannot make
- * root's file bear another name.
+ * no one else may write: root may run anything under any name, but the
+ * name is the operator's word for a daemon, not for whatever root runs.
  */
-static __always_inline bool guard_protected_name(struct file *exe, __u32 uid)
+static __always_inline bool guard_protected_name(struct task_struct *task, struct file *exe)
 {
 	struct umt_protect_key key = { .kind = UMT_PROTECT_NAME };
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct inode *inode = BPF_CORE_READ(exe, f_inode);
 	char file_name[TASK_COMM_LEN] = {};
-	__u8 *flags;
 
 	bpf_probe_read_kernel_str(key.comm, sizeof(key.comm), task->group_leader->comm);
-	flags = bpf_map_lookup_elem(&guard_protect, &key);
-	if (!flags || ((*flags & UMT_PROTECT_ROOT) && uid))
+	if (!bpf_map_lookup_elem(&guard_protect, &key))
 		return false;
 	if (BPF_CORE_READ(inode, i_uid.val) ||
 	    (BPF_CORE_READ(inode, i_mode) & (GUARD_S_IWGRP | GUARD_S_IWOTH)))
@@ -116,11 +112,12 @@ static __always_inline bool guard_protected_name(struct file *exe, __u32 uid)
 
 /*
  * Whether the current task is protected by who it is: its real uid, its
- * cgroup, its executable (device and inode, as the kernel keeps them) or
- * its name with its executable. The executable counts only in the host's
- * user namespace: in one of its own a process may relabel its executable
- * (prctl PR_SET_MM_MAP's exe_fd needs only that namespace's
- * CAP_CHECKPOINT_RESTORE), and it cannot leave that namespace after.
+ * cgroup, or, run by root, its executable (device and inode, as the
+ * kernel keeps them) or its name with its executable. Neither of the
+ * last two counts for anyone else: a user may run root's daemon binary
+ * with code of their own in it (LD_PRELOAD), or relabel an executable
+ * in a user namespace of their own (prctl PR_SET_MM_MAP), but cannot
+ * take on a uid.
  */
 __noinline int guard_protected_id(void)
 {
@@ -128,7 +125,6 @@ __noinline int guard_protected_id(void)
 	struct umt_protect_key key = {};
 	struct inode *inode;
 	struct file *exe;
-	__u8 *flags;
 	__u32 uid;
 
 	uid = BPF_CORE_READ(task, real_cred, uid.val);
@@ -139,24 +135,18 @@ __noinline int guard_protected_id(void)
 	if (guard_protected_cgroup())
 		return 1;
 	exe = BPF_CORE_READ(task, mm, exe_file);
-	if (!exe || BPF_CORE_READ(task, real_cred, user_ns, level))
+	if (uid || !exe)
 		return 0;
 	inode = BPF_CORE_READ(exe, f_inode);
 	key.kind = UMT_PROTECT_EXE;
 	key.uid = 0;
 	key.dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	key.ino = BPF_CORE_READ(inode, i_ino);
-	flags = bpf_map_lookup_elem(&guard_protect, &key);
-	if (flags && (!(*flags & UMT_PROTECT_ROOT) || !uid))
+	if (bpf_map_lookup_elem(&guard_protect, &key))
 		return 1;
-	return guard_protected_name(exe, uid);
+	return guard_protected_name(task, exe);
 }
 
-/*
- * Direct reclaim: the allocating task itself reclaims, so it is current.
- * On unified memory the driver's pages cannot be reclaimed, so a GPU job
- * reclaiming under LOW is a job about to take the host down.
- */
 SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
 int BPF_PROG(direct_reclaim, int order, gfp_t gfp)
 {

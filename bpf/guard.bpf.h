@@ -137,7 +137,7 @@ struct guard_protect_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, UMT_GUARD_MAX_PROTECT);
 	__type(key, struct umt_protect_key);
-	__type(value, __u8);		/* UMT_PROTECT_* flags */
+	__type(value, __u8);		/* unused: a key is there or not */
 };
 extern struct guard_protect_map guard_protect SEC(".maps");
 

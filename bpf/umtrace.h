@@ -305,13 +305,10 @@ struct umt_guard_cpu {
  * protects: any process can take any name.
  */
 enum umt_protect_kind {
-	UMT_PROTECT_NAME = 1,	/* comm, run from a root-owned file of that name */
-	UMT_PROTECT_EXE = 2,	/* the executable, by device and inode */
+	UMT_PROTECT_NAME = 1,	/* root's, named so, run from root's file of that name */
+	UMT_PROTECT_EXE = 2,	/* root's, running the file (device and inode) */
 	UMT_PROTECT_UID = 3,	/* the real uid, as the host sees it */
 };
-
-/* A value's flags. */
-#define UMT_PROTECT_ROOT	1	/* only a process whose real uid is 0 */
 
 struct umt_protect_key {
 	__u32 kind;		/* enum umt_protect_kind */

@@ -24,6 +24,9 @@ APT=(apt-get -qq -o DPkg::Lock::Timeout=300)
 APT_INSTALL=("${APT[@]}" install -y --no-install-recommends)
 
 # qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
+# openssh-server: the real sshd the guard must never stop, run by
+# tests/integration/test_guard_identity.py on a loopback port of its own
+# (Debian's policy-rc.d, where present, keeps the package from starting it).
 # debhelper to python3-yaml: `make deb`, lintian, the man pages, the bash
 # completion and the Kubernetes manifest's tests (tests/integration/
 # test_install.py, test_man.py, test_completion.py, test_deploy.py).
@@ -31,7 +34,7 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
 	file util-linux libinih-dev prometheus
 	chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
-	libclang-rt-14-dev stress-ng libcap-dev
+	libclang-rt-14-dev stress-ng libcap-dev openssh-server
 	qemu-system-x86 qemu-system-arm busybox-static cpio
 	debhelper dpkg-dev fakeroot lintian man-db groff-base bash-completion python3-yaml)
 # The cross compiler plus arm64 copies of the libraries we link statically.

@@ -94,7 +94,7 @@ static void use(const struct guard_config *cfg)
 		snprintf(id.comm, sizeof(id.comm), "%s", comms[i]);
 		snprintf(id.exe_name, sizeof(id.exe_name), "%s", comms[i]);
 		snprintf(id.cgroup, sizeof(id.cgroup), "%s", cgroups[i % 3]);
-		id.have_exe = id.have_uid = id.host_userns = true;
+		id.have_exe = id.have_uid = true;
 		sink += protect__match(&cfg->protect, &id, 0);
 	}
 	for (i = 0; i < cfg->n_libcuda; i++)

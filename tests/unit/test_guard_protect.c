@@ -30,8 +30,7 @@ static struct protect_set parsed(const char *list)
 static struct proc_id someone(const char *comm, const char *exe_name, uint32_t uid)
 {
 	struct proc_id id = { .pid = 4000, .have_uid = true, .uid = uid, .have_exe = true,
-			      .dev = 8, .ino = 1234, .exe_uid = 0, .exe_mode = S_IFREG | 0755,
-			      .host_userns = true };
+			      .dev = 8, .ino = 1234, .exe_uid = 0, .exe_mode = S_IFREG | 0755 };
 
 	snprintf(id.comm, sizeof(id.comm), "%s", comm);
 	snprintf(id.exe_name, sizeof(id.exe_name), "%s", exe_name);
@@ -42,11 +41,11 @@ static struct proc_id someone(const char *comm, const char *exe_name, uint32_t u
 static void test_parse(void)
 {
 	struct protect_set ps = parsed(" sshd , exe:/usr/sbin/sshd,cgroup:/sys/fs/cgroup/a.slice/,"
-				       "uid:0, averyveryverylongname, sshd");
+				       "uid:0, averyveryverylongname, sshd, uid:prometheus");
 	char buf[128], err[256] = "";
 
-	CHECK_EQ(ps.n, 5, "a repeated entry is one");
-	if (ps.n == 5) {
+	CHECK_EQ(ps.n, 6, "a repeated entry is one");
+	if (ps.n == 6) {
 		CHECK(ps.v[0].kind == PROTECT_NAME && !strcmp(ps.v[0].arg, "sshd"), "name", "%s",
 		      ps.v[0].arg);
 		CHECK(ps.v[1].kind == PROTECT_EXE && !strcmp(ps.v[1].arg, "/usr/sbin/sshd"), "exe",
@@ -57,10 +56,12 @@ static void test_parse(void)
 		CHECK(!strcmp(ps.v[4].arg, "averyveryverylo"), "cut as comm is", "%s", ps.v[4].arg);
 		CHECK(!strcmp(protect__describe(&ps.v[2], buf, sizeof(buf)), "cgroup:a.slice"),
 		      "describe", "%s", buf);
+		CHECK(ps.v[5].kind == PROTECT_UID && !strcmp(ps.v[5].arg, "prometheus"),
+		      "a user, by name", "%s", ps.v[5].arg);
 	}
-	CHECK(protect__add(&ps, "ok, uid:x", "--protect", err, sizeof(err)) == -EINVAL &&
-	      !strcmp(err, "invalid --protect 'ok, uid:x': 'x' is not a uid") && ps.n == 5,
-	      "a bad list adds nothing", "%zu: %s", ps.n, err);
+	CHECK(protect__add(&ps, "ok, uid:1x", "--protect", err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "invalid --protect 'ok, uid:1x': '1x' is not a uid or a user") &&
+	      ps.n == 6, "a bad list adds nothing", "%zu: %s", ps.n, err);
 	CHECK(protect__add(&ps, "cgroup:", "--protect", err, sizeof(err)) == -EINVAL,
 	      "cgroup: needs a path", "%s", err);
 	protect__free(&ps);
@@ -69,14 +70,18 @@ static void test_parse(void)
 static void test_builtins(void)
 {
 	struct protect_set ps;
-	size_t i, exes = 0;
+	size_t i, exes = 0, users = 0;
 
 	protect__init(&ps);
 	CHECK(!protect__add_builtins(&ps), "add", "failed");
-	for (i = 0; i < ps.n; i++)
-		exes += ps.v[i].kind == PROTECT_EXE && ps.v[i].root_only && ps.v[i].builtin;
-	CHECK(exes == ps.n && ps.n >= 2, "every built-in is an executable run by root",
-	      "%zu of %zu", exes, ps.n);
+	for (i = 0; i < ps.n; i++) {
+		exes += ps.v[i].kind == PROTECT_EXE && ps.v[i].builtin;
+		users += ps.v[i].kind == PROTECT_UID && ps.v[i].builtin &&
+			 !strcmp(ps.v[i].arg, "sshd");
+	}
+	CHECK(exes + users == ps.n && exes >= 2 && users == 1,
+	      "executables, and sshd's privilege separation user; never a name",
+	      "%zu + %zu of %zu", exes, users, ps.n);
 	protect__free(&ps);
 }
 
@@ -90,20 +95,20 @@ static void test_name_is_not_identity(void)
 	id = someone("sshd", "sshd", 0);
 	CHECK(protect__match(&ps, &id, 0), "sshd from root's sshd", "not protected");
 	id = someone("sshd", "sshd", 1000);
-	CHECK(protect__match(&ps, &id, 0), "any user may run root's sshd by that name",
-	      "not protected");
-	id = someone("sshd", "sshd", 1000);
+	CHECK(!protect__match(&ps, &id, 0), "root's sshd run by a user (LD_PRELOAD)",
+	      "protected");
+	id = someone("sshd", "sshd", 0);
 	id.exe_uid = 1000;
 	CHECK(!protect__match(&ps, &id, 0), "a user's copy named sshd", "protected");
-	id = someone("sshd", "sshd", 1000);
+	id = someone("sshd", "sshd", 0);
 	id.exe_mode = S_IFREG | 0777;
 	CHECK(!protect__match(&ps, &id, 0), "root's file anyone may write", "protected");
-	id = someone("sshd", "python3.11", 1000);
+	id = someone("sshd", "python3.11", 0);
 	CHECK(!protect__match(&ps, &id, 0), "root's python renamed sshd (prctl, a symlink)",
 	      "protected");
 	id = someone("sshd", "sshd", 0);
-	id.host_userns = false;
-	CHECK(!protect__match(&ps, &id, 0), "in a user namespace of its own", "protected");
+	id.have_uid = false;
+	CHECK(!protect__match(&ps, &id, 0), "no uid to look at", "protected");
 	id = someone("sshd", "sshd", 0);
 	id.have_exe = false;
 	CHECK(!protect__match(&ps, &id, 0), "no executable to look at", "protected");
@@ -120,25 +125,17 @@ static void test_identity(void)
 	struct protect_set ps = parsed("exe:/usr/sbin/sshd, uid:990, cgroup:system.slice/ssh.service");
 	struct proc_id id;
 
-	protect__add_builtins(&ps);
 	ps.v[0].found = ps.v[1].found = ps.v[2].found = true;
 	ps.v[0].dev = 8;
 	ps.v[0].ino = 1234;
-	/* The built-in copy of the same file: run by root only. */
-	ps.v[3].found = true;
-	ps.v[3].dev = 8;
-	ps.v[3].ino = 99;
 	ps.v[2].level = 2;
 
-	id = someone("hog", "hog", 1000);
+	id = someone("hog", "hog", 0);
 	CHECK(protect__match(&ps, &id, 0), "exe: by device and inode", "not protected");
 	id.ino = 1235;
 	CHECK(!protect__match(&ps, &id, 0), "another file", "protected");
 	id = someone("anything", "x", 1000);
-	id.ino = 99;
-	CHECK(!protect__match(&ps, &id, 0), "a built-in's file run by a user", "protected");
-	id.uid = 0;
-	CHECK(protect__match(&ps, &id, 0), "a built-in's file run by root", "not protected");
+	CHECK(!protect__match(&ps, &id, 0), "the file run by a user", "protected");
 	id = someone("hog", "hog", 990);
 	id.ino = 1;
 	CHECK(protect__match(&ps, &id, 0), "uid:", "not protected");
@@ -224,6 +221,36 @@ static void test_resolve(void)
 	protect__free(&ps);
 }
 
+/* uid:USER is the host's user: ps.root's /etc/passwd, read as a file. */
+static void test_resolve_user(void)
+{
+	struct protect_set ps = parsed("uid:gpuops");
+	static const char passwd[] = "root:x:0:0::/root:/bin/sh\n"
+				     "gpuopsx:x:1:1::/:/bin/false\n"
+				     "gpuops:x:990:990::/:/bin/false\n";
+	char err[512] = "";
+	FILE *f;
+
+	ps.root = dir;
+	mkdir(at("etc"), 0755);
+	f = fopen(at("etc/passwd"), "w");
+	if (f) {
+		fputs(passwd, f);
+		fclose(f);
+	}
+	CHECK(protect__resolve(&ps, true, err, sizeof(err)) == 1 && ps.v[0].found &&
+	      ps.v[0].uid == 990, "found", "%u: %s", ps.v[0].uid, err);
+	protect__free(&ps);
+	ps = parsed("uid:nosuch");
+	ps.root = dir;
+	CHECK(protect__resolve(&ps, true, err, sizeof(err)) == -ENOENT &&
+	      !strcmp(err, "protect uid:nosuch: no user nosuch in /etc/passwd"), "missing", "%s",
+	      err);
+	protect__free(&ps);
+	unlink(at("etc/passwd"));
+	rmdir(at("etc"));
+}
+
 static void test_read_self(void)
 {
 	struct proc_id id;
@@ -257,6 +284,7 @@ int main(void)
 		SKIP_SUBTEST(test_resolve, "needs root (files owned by root, and by others)");
 	else
 		RUN_SUBTEST(test_resolve);
+	RUN_SUBTEST(test_resolve_user);
 	RUN_SUBTEST(test_read_self);
 	rmdir(dir);
 	return CHECK_EXIT();

@@ -5,6 +5,7 @@
  * the same decision from /proc as the kernel side makes from the task;
  * and the kernel side's maps, kept equal to the list.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -29,16 +30,15 @@
 #define COMM_MAX (TASK_COMM_LEN - 1)
 /* include/linux/sched.h */
 #define PF_KTHREAD 0x00200000U
-/* include/linux/proc_ns.h: the initial user namespace's inode. */
-#define PROC_USER_INIT_INO 0xEFFFFFFDU
 /* Symlinks followed in one path, as the kernel's MAXSYMLINKS. */
 #define MAX_LINKS 40
 
 /*
  * The way in (sshd: the listener, and its per-connection processes of
  * OpenSSH 9.8 on) and the way an operator reads what happened (the
- * journal), wherever distributions install them; for processes run by
- * root, since any user may run these files too.
+ * journal), wherever distributions install them; root's processes only,
+ * as for every executable. sshd's pre-authentication child runs as its
+ * privilege-separation user (builtin_users).
  */
 static const char *const builtin_exes[] = {
 	"/usr/sbin/sshd",
@@ -50,6 +50,8 @@ static const char *const builtin_exes[] = {
 	"/usr/lib/systemd/systemd-journald",
 	"/lib/systemd/systemd-journald",
 };
+
+static const char *const builtin_users[] = { "sshd" };
 
 void protect__init(struct protect_set *ps)
 {
@@ -68,10 +70,10 @@ void protect__free(struct protect_set *ps)
 
 static bool same_entry(const struct protect_entry *a, const struct protect_entry *b)
 {
-	if (a->kind != b->kind || a->root_only != b->root_only)
+	if (a->kind != b->kind || !a->arg != !b->arg)
 		return false;
-	if (a->kind == PROTECT_UID)
-		return a->uid == b->uid;
+	if (!a->arg)
+		return a->uid == b->uid;	/* uid:N */
 	return !strcmp(a->arg, b->arg);
 }
 
@@ -139,14 +141,20 @@ static int parse_one(struct protect_entry *e, const char *tok, const char *name,
 		return 0;
 	}
 	if (!strncmp(tok, "uid:", 4)) {
-		if (parse_long(tok + 4, 0, (long)UINT32_MAX - 1, &uid)) {
-			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a uid", name, list,
-				    tok + 4);
+		e->kind = PROTECT_UID;
+		if (!parse_long(tok + 4, 0, (long)UINT32_MAX - 1, &uid)) {
+			e->uid = (uint32_t)uid;
+			return 0;
+		}
+		/* A user's name: looked up in the host's passwd when resolved. */
+		if (!tok[4] || isdigit((unsigned char)tok[4]) || tok[4] == '-' ||
+		    strpbrk(tok + 4, ":/ ")) {
+			errbuf__set(err, errlen, "invalid %s '%s': '%s' is not a uid or a user",
+				    name, list, tok + 4);
 			return -EINVAL;
 		}
-		e->kind = PROTECT_UID;
-		e->uid = (uint32_t)uid;
-		return 0;
+		e->arg = strdup(tok + 4);
+		return e->arg ? 0 : -ENOMEM;
 	}
 	return parse_name(e, tok, name, list, err, errlen);
 }
@@ -207,21 +215,28 @@ nomem:
 	return -ENOMEM;
 }
 
+static int add_builtin(struct protect_set *ps, enum protect_kind kind, const char *arg)
+{
+	struct protect_entry e = { .kind = kind, .builtin = true };
+
+	e.arg = strdup(arg);
+	if (!e.arg || push(ps, &e) < 0) {
+		free(e.arg);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int protect__add_builtins(struct protect_set *ps)
 {
-	struct protect_entry e;
 	size_t i;
 
-	for (i = 0; i < sizeof(builtin_exes) / sizeof(builtin_exes[0]); i++) {
-		memset(&e, 0, sizeof(e));
-		e.kind = PROTECT_EXE;
-		e.root_only = e.builtin = true;
-		e.arg = strdup(builtin_exes[i]);
-		if (!e.arg || push(ps, &e) < 0) {
-			free(e.arg);
+	for (i = 0; i < sizeof(builtin_exes) / sizeof(builtin_exes[0]); i++)
+		if (add_builtin(ps, PROTECT_EXE, builtin_exes[i]))
 			return -ENOMEM;
-		}
-	}
+	for (i = 0; i < sizeof(builtin_users) / sizeof(builtin_users[0]); i++)
+		if (add_builtin(ps, PROTECT_UID, builtin_users[i]))
+			return -ENOMEM;
 	return 0;
 }
 
@@ -398,32 +413,60 @@ out:
 	return (uint64_t)maj << 20 | min;
 }
 
+/*
+ * The root to resolve in: ps->root, or ours where that cannot be
+ * entered (a pid 1 that no one may look into). *mountinfo names the
+ * mount table of that root's namespace.
+ */
+static int open_root(const struct protect_set *ps, const char **mountinfo)
+{
+	int fd = -1;
+
+	*mountinfo = "/proc/self/mountinfo";
+	if (ps->root) {
+		fd = open(ps->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		/* O_PATH opens what it cannot read: try to look inside. */
+		if (fd >= 0 && faccessat(fd, ".", X_OK, AT_EACCESS)) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd >= 0 && !strncmp(ps->root, "/proc/1/", 8))
+			*mountinfo = "/proc/1/mountinfo";
+	}
+	if (fd < 0)
+		fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* The trusted file path below the root (open_trusted), O_PATH. */
+static int open_in_root(const struct protect_set *ps, const char *path, const char **mountinfo,
+			char *why, size_t len)
+{
+	int rfd = open_root(ps, mountinfo), fd;
+
+	if (rfd < 0) {
+		snprintf(why, len, "/: %s", strerror(-rfd));
+		return rfd;
+	}
+	fd = open_trusted(rfd, path, why, len);
+	close(rfd);
+	return fd;
+}
+
 /* 1 when found (and what it is changed), 0 when not found, -errno. */
 static int resolve_exe(struct protect_set *ps, struct protect_entry *e, char *why, size_t len)
 {
-	const char *root = ps->root ? ps->root : "/";
-	char mountinfo[64];
+	const char *mountinfo;
 	struct stat st;
-	int rfd, fd;
+	int fd;
 
-	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0 && ps->root)
-		rfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0) {
-		snprintf(why, len, "%s: %s", root, strerror(errno));
-		return -errno;
-	}
-	fd = open_trusted(rfd, e->arg, why, len);
-	close(rfd);
+	fd = open_in_root(ps, e->arg, &mountinfo, why, len);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st)) {
 		close(fd);
 		return -errno;
 	}
-	snprintf(mountinfo, sizeof(mountinfo), "%s",
-		 ps->root && !strncmp(ps->root, "/proc/1/", 8) ? "/proc/1/mountinfo" :
-		 "/proc/self/mountinfo");
 	/* The same file as before is on the same filesystem as before. */
 	if (!e->found || e->dev != st.st_dev || e->ino != st.st_ino)
 		e->kdev = kernel_dev(fd, &st, mountinfo);
@@ -461,6 +504,45 @@ static int resolve_cgroup(struct protect_entry *e, char *why, size_t len)
 	return 1;
 }
 
+/*
+ * A user's uid from the host's passwd (ps->root's /etc/passwd), where a
+ * container's own names mean nothing: read as a file, not through NSS.
+ */
+static int resolve_user(struct protect_set *ps, struct protect_entry *e, char *why, size_t len)
+{
+	char path[32], line[1024], *name, *uid, *save;
+	const char *mountinfo;
+	unsigned long v;
+	int ret = 0, fd;
+	FILE *f;
+
+	/* Only root may have written who a uid is. */
+	fd = open_in_root(ps, "/etc/passwd", &mountinfo, why, len);
+	if (fd < 0)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	f = fopen(path, "re");
+	close(fd);
+	if (!f) {
+		snprintf(why, len, "/etc/passwd: %s", strerror(errno));
+		return -errno;
+	}
+	while (!ret && fgets(line, sizeof(line), f)) {
+		name = strtok_r(line, ":", &save);
+		if (!name || strcmp(name, e->arg) || !strtok_r(NULL, ":", &save))
+			continue;
+		uid = strtok_r(NULL, ":", &save);
+		if (uid && sscanf(uid, "%lu", &v) == 1 && v < UINT32_MAX) {
+			e->uid = (uint32_t)v;
+			ret = 1;
+		}
+	}
+	fclose(f);
+	if (!ret)
+		snprintf(why, len, "no user %s in /etc/passwd", e->arg);
+	return ret ? 1 : -ENOENT;
+}
+
 static int resolve_one(struct protect_set *ps, struct protect_entry *e, char *why, size_t len)
 {
 	switch (e->kind) {
@@ -468,15 +550,17 @@ static int resolve_one(struct protect_set *ps, struct protect_entry *e, char *wh
 		return resolve_exe(ps, e, why, len);
 	case PROTECT_CGROUP:
 		return resolve_cgroup(e, why, len);
+	case PROTECT_UID:
+		return e->arg ? resolve_user(ps, e, why, len) : 1;
 	default:
-		return 1;	/* names and uids are what they say */
+		return 1;	/* names are what they say */
 	}
 }
 
 int protect__resolve(struct protect_set *ps, bool strict, char *err, size_t errlen)
 {
+	char why[PATH_MAX + 128], desc[PATH_MAX + 16];
 	struct protect_entry was;
-	char why[PATH_MAX + 128];
 	int changed = 0, ret;
 	size_t i;
 
@@ -487,14 +571,15 @@ int protect__resolve(struct protect_set *ps, bool strict, char *err, size_t errl
 		why[0] = '\0';
 		ret = resolve_one(ps, e, why, sizeof(why));
 		if (ret < 0 && strict && !e->builtin) {
-			errbuf__set(err, errlen, "protect %s:%s: %s",
-				    e->kind == PROTECT_EXE ? "exe" : "cgroup", e->arg, why);
+			errbuf__set(err, errlen, "protect %s: %s",
+				    protect__describe(e, desc, sizeof(desc)), why);
 			return ret;
 		}
 		e->found = ret > 0;
 		changed += was.found != e->found ||
 			   (e->found && (was.kdev != e->kdev || was.ino != e->ino ||
-					 was.dev != e->dev || was.cgroup_id != e->cgroup_id));
+					 was.dev != e->dev || was.cgroup_id != e->cgroup_id ||
+					 was.uid != e->uid));
 	}
 	return changed;
 }
@@ -576,9 +661,6 @@ static void read_exe(pid_t pid, struct proc_id *id)
 
 int protect__read(pid_t pid, struct proc_id *id)
 {
-	char path[64];
-	struct stat st;
-
 	memset(id, 0, sizeof(*id));
 	id->pid = pid;
 	if (!proc__comm(pid, id->comm, sizeof(id->comm)))
@@ -586,8 +668,6 @@ int protect__read(pid_t pid, struct proc_id *id)
 	id->kthread = read_kthread(pid);
 	id->have_uid = read_status_uid(pid, &id->uid);
 	read_exe(pid, id);
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	id->host_userns = !stat(path, &st) && st.st_ino == PROC_USER_INIT_INO;
 	if (proc__cgroup(pid, id->cgroup, sizeof(id->cgroup)))
 		id->cgroup[0] = '\0';
 	return 0;
@@ -613,12 +693,11 @@ static bool match_one(const struct protect_entry *e, const struct proc_id *id)
 	case PROTECT_CGROUP:
 		return id->cgroup[0] && guard_cgroup__holds(e->arg, id->cgroup);
 	case PROTECT_EXE:
-		return id->have_exe && id->host_userns && id->dev == e->dev && id->ino == e->ino &&
-		       (!e->root_only || by_root);
+		return by_root && id->have_exe && id->dev == e->dev && id->ino == e->ino;
 	case PROTECT_NAME:
-		return id->have_exe && id->host_userns && comm_eq(id->comm, e->arg) &&
+		return by_root && id->have_exe && comm_eq(id->comm, e->arg) &&
 		       comm_eq(id->exe_name, e->arg) && id->exe_uid == 0 &&
-		       !(id->exe_mode & (S_IWGRP | S_IWOTH)) && (!e->root_only || by_root);
+		       !(id->exe_mode & (S_IWGRP | S_IWOTH));
 	}
 	return false;
 }
@@ -639,10 +718,13 @@ const char *protect__describe(const struct protect_entry *e, char *buf, size_t l
 {
 	switch (e->kind) {
 	case PROTECT_UID:
-		snprintf(buf, len, "uid:%u", e->uid);
+		if (e->arg)
+			snprintf(buf, len, "uid:%s", e->arg);
+		else
+			snprintf(buf, len, "uid:%u", e->uid);
 		break;
 	case PROTECT_EXE:
-		snprintf(buf, len, "exe:%s%s", e->arg, e->root_only ? " (run by root)" : "");
+		snprintf(buf, len, "exe:%s", e->arg);
 		break;
 	case PROTECT_CGROUP:
 		snprintf(buf, len, "cgroup:%s", e->arg);
@@ -676,37 +758,27 @@ static bool kernel_key(const struct protect_entry *e, struct umt_protect_key *k)
 	}
 }
 
-/* An entry of the set has this key; *flags gets the weakest condition. */
-static bool wanted(const struct protect_set *ps, const struct umt_protect_key *k,
-		   uint8_t *flags)
+static bool wanted(const struct protect_set *ps, const struct umt_protect_key *k)
 {
 	struct umt_protect_key mine;
-	bool found = false;
 	size_t i;
 
-	*flags = UMT_PROTECT_ROOT;
-	for (i = 0; i < ps->n; i++) {
-		if (!ps->v[i].found || !kernel_key(&ps->v[i], &mine) ||
-		    memcmp(&mine, k, sizeof(mine)))
-			continue;
-		found = true;
-		if (!ps->v[i].root_only)
-			*flags = 0;
-	}
-	return found;
+	for (i = 0; i < ps->n; i++)
+		if (ps->v[i].found && kernel_key(&ps->v[i], &mine) && !memcmp(&mine, k, sizeof(mine)))
+			return true;
+	return false;
 }
 
 static int put_keys(const struct protect_set *ps, int fd)
 {
 	struct umt_protect_key k;
-	uint8_t flags;
+	uint8_t present = 1;
 	size_t i;
 
 	for (i = 0; i < ps->n; i++) {
 		if (!ps->v[i].found || !kernel_key(&ps->v[i], &k))
 			continue;
-		wanted(ps, &k, &flags);
-		if (bpf_map_update_elem(fd, &k, &flags, BPF_ANY))
+		if (bpf_map_update_elem(fd, &k, &present, BPF_ANY))
 			return -errno;
 	}
 	return 0;
@@ -715,11 +787,10 @@ static int put_keys(const struct protect_set *ps, int fd)
 static int drop_stale_keys(const struct protect_set *ps, int fd)
 {
 	struct umt_protect_key k, next, *prev = NULL;
-	uint8_t flags;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		k = next;
-		if (!wanted(ps, &k, &flags)) {
+		if (!wanted(ps, &k)) {
 			if (bpf_map_delete_elem(fd, &k))
 				return -errno;
 			/* Deleted: start over rather than from a key gone. */

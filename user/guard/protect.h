@@ -6,18 +6,19 @@
  * (prctl PR_SET_NAME, or the name of a copied binary), so nothing here
  * protects by name alone:
  *
- *   exe:PATH     runs PATH (the same file: device and inode), which must be
- *                root's, in directories that are root's, none writable by
- *                group or others
+ *   exe:PATH     is root's and runs PATH (the same file: device and inode),
+ *                which must be root's, in directories that are root's,
+ *                none writable by group or others
  *   cgroup:PATH  is in that cgroup v2 or below
- *   uid:N        its real uid is N, as the host sees it
- *   NAME         is named NAME and runs a file of that name (15 bytes, as
- *                comm keeps them) that is root's and not writable by
- *                group or others
+ *   uid:N        its real uid is N (or uid:USER, from the host's passwd)
+ *   NAME         is root's, named NAME, and runs a file of that name (15
+ *                bytes, as comm keeps them) that is root's and not
+ *                writable by group or others
  *
- * The built-ins are sshd's and systemd-journald's executables, for a
- * process run by root. An executable or a name counts only in the host's
- * user namespace: in one of its own, a process can relabel its executable.
+ * An executable or a name protects root's processes only: any user may
+ * run root's binaries, with code of their own in them (LD_PRELOAD), but
+ * no user can take on a uid. The built-ins are sshd's and
+ * systemd-journald's executables and sshd's privilege-separation user.
  *
  * The same rules are decided twice: here, from /proc, for the sampled
  * rule's victims (protect__match), and in the kernel side, from the task
@@ -46,9 +47,9 @@ enum protect_kind {
 
 struct protect_entry {
 	enum protect_kind kind;
-	char *arg;		/* NAME (cut to 15 bytes), exe's PATH, cgroup's "a/b" */
+	char *arg;		/* NAME (cut to 15 bytes), exe's PATH, cgroup's "a/b",
+				 * uid's USER (NULL: given as a number) */
 	uint32_t uid;
-	bool root_only;		/* a built-in: a process run by root only */
 	bool builtin;		/* skipped where absent or untrusted */
 	/* Resolved (protect__resolve): what the file or cgroup is now. */
 	bool found;
@@ -62,7 +63,10 @@ struct protect_entry {
 struct protect_set {
 	struct protect_entry *v;
 	size_t n;
-	/* Resolve executables from here (/proc/1/root: the host's, in a container). */
+	/*
+	 * Resolve executables and users from here (/proc/1/root: the host's,
+	 * where a container runs the guard); NULL: "/".
+	 */
 	const char *root;
 };
 
@@ -100,7 +104,6 @@ struct proc_id {
 	uint32_t exe_uid;
 	uint32_t exe_mode;
 	char exe_name[256];	/* the file's own name */
-	bool host_userns;	/* in the host's (the initial) user namespace */
 	char cgroup[512];	/* "/a/b", "" unknown */
 };
 
