@@ -53,7 +53,8 @@ def test_guard_files_metrics_promtool(env):
     assert p.returncode == 0, p.stderr
     with open(path) as f:
         text = f.read()
-    assert 'comm="a\\"b\\\\c\\nd"' in text, "the sample should carry escaped labels"
+    # a"b\c<newline>d: its terminal form a"b\\c\x0ad, then the format's escapes.
+    assert 'comm="a\\"b\\\\\\\\c\\\\x0ad"' in text, "the sample should carry escaped labels"
     assert oct(os.stat(path).st_mode & 0o777) == oct(0o644)
     rc, out = promtool_check(text)
     assert rc == 0 and not out, f"promtool: rc {rc}: {out}"

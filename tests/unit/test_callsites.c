@@ -3,6 +3,7 @@
 #include <string.h>
 #include "model/callsites.h"
 #include "check.h"
+#include "export/flame_build.h"
 #include "model/cuda_api.h"
 
 static struct umt_call_rec rec(uint32_t pid, uint64_t pages)
@@ -111,10 +112,45 @@ static void test_unnamed_frames_keep_apis_apart(void)
 	callsites__free(&cs);
 }
 
+/*
+ * A ';' in a function's name (a perf map can say anything) is written ':'
+ * in the key, so the flamegraph that splits the key gets the frames there
+ * were, not one more. The site's own frames keep the name as it was.
+ */
+static void test_semicolon_in_a_name(void)
+{
+	uint64_t v[STACK_VAL__COUNT] = { [STACK_VAL__CALLS] = 1, [STACK_VAL__HOST_BYTES] = 4096 };
+	struct stackset *set = stackset__new(0);
+	const struct stack **st = NULL;
+	struct umt_call_rec r = rec(1, 1);
+	struct callsite *c;
+	struct callsites cs;
+	struct sym_frame f[2];
+
+	callsites__init(&cs, 100);
+	frames2(f, "evil;main;injected", 0x401000);
+	c = callsites__get(&cs, callsites__add(&cs, &r, f, 2, 4096));
+	if (!CHECK(c && set, "site", "none"))
+		goto out;
+	CHECK(!strcmp(c->key, "cuMemAlloc_v2;evil:main:injected"), "key", "'%s'", c->key);
+	CHECK(strstr(c->frames[1], "evil;main;injected+0x0 (job)") == c->frames[1], "frame",
+	      "'%s'", c->frames[1]);
+	CHECK_EQ(flame__add_site(set, 1, "job", c, v), 0, "flame");
+	st = stackset__sorted(set);
+	/* The process frame, the caller, the API. */
+	if (CHECK(st && st[0], "stacks", "none"))
+		CHECK_EQ(st[0]->n_frames, 3, "frames");
+out:
+	free(st);
+	stackset__free(set);
+	callsites__free(&cs);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_aggregate_by_names);
 	RUN_SUBTEST(test_bounded);
 	RUN_SUBTEST(test_unnamed_frames_keep_apis_apart);
+	RUN_SUBTEST(test_semicolon_in_a_name);
 	return CHECK_EXIT();
 }

@@ -122,11 +122,11 @@ static const char expected[] =
 	"# HELP umtrace_guard_process_host_bytes Host memory a process took in GPU allocation calls and holds.\n"
 	"# TYPE umtrace_guard_process_host_bytes gauge\n"
 	"umtrace_guard_process_host_bytes{pid=\"123\",comm=\"python3\"} 9663676416\n"
-	"umtrace_guard_process_host_bytes{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 0\n"
+	"umtrace_guard_process_host_bytes{pid=\"7\",comm=\"a\\\"b\\\\\\\\c\\\\x0ad\"} 0\n"
 	"# HELP umtrace_guard_process_stopped 1 if the guard holds the process stopped.\n"
 	"# TYPE umtrace_guard_process_stopped gauge\n"
 	"umtrace_guard_process_stopped{pid=\"123\",comm=\"python3\"} 1\n"
-	"umtrace_guard_process_stopped{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 0\n"
+	"umtrace_guard_process_stopped{pid=\"7\",comm=\"a\\\"b\\\\\\\\c\\\\x0ad\"} 0\n"
 	"# HELP umtrace_torch_allocated_bytes Bytes in blocks PyTorch's CUDA caching allocator "
 	"has handed out (torch.cuda.memory_allocated).\n"
 	"# TYPE umtrace_torch_allocated_bytes gauge\n"
@@ -237,15 +237,15 @@ static void test_label_escaping(void)
 		{ .pid = 10, .comm = NULL },
 	};
 	static const char *const want[] = {
-		"{pid=\"1\",comm=\"back\\\\slash\"} 0\n",
+		"{pid=\"1\",comm=\"back\\\\\\\\slash\"} 0\n",
 		"{pid=\"2\",comm=\"quo\\\"te\"} 0\n",
-		"{pid=\"3\",comm=\"new\\nline\"} 0\n",
-		"{pid=\"4\",comm=\"tab?cr?del?\"} 0\n",
+		"{pid=\"3\",comm=\"new\\\\x0aline\"} 0\n",
+		"{pid=\"4\",comm=\"tab\\\\x09cr\\\\x0ddel\\\\x7f\"} 0\n",
 		"{pid=\"5\",comm=\"caf\xc3\xa9\"} 0\n",
-		"{pid=\"6\",comm=\"bad??\"} 0\n",
-		"{pid=\"7\",comm=\"over??long\"} 0\n",
-		"{pid=\"8\",comm=\"sur???\"} 0\n",
-		"{pid=\"9\",comm=\"cut??\"} 0\n",
+		"{pid=\"6\",comm=\"bad\\\\xff\\\\xc3\"} 0\n",
+		"{pid=\"7\",comm=\"over\\\\xc0\\\\xaflong\"} 0\n",
+		"{pid=\"8\",comm=\"sur\\\\xed\\\\xa0\\\\x80\"} 0\n",
+		"{pid=\"9\",comm=\"cut\\\\xe2\\\\x82\"} 0\n",
 		"{pid=\"10\",comm=\"\"} 0\n",
 	};
 	static const struct guard_metrics_count r[] = { { "a\"b", 3 } };

@@ -17,6 +17,7 @@
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
+#include "lib/escape.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "lib/sys.h"
@@ -244,7 +245,7 @@ static uint64_t site_holds(const struct report *rp, const struct callsite *c)
 static void print_site_text(const struct report *rp, const struct callsite *c,
 			    size_t rank, uint64_t span_ns)
 {
-	char b[6][16];
+	char b[6][16], comm[ESC_TERM_LEN(TASK_COMM_LEN)], frame[ESC_TERM_LEN(1024)];
 	size_t i;
 
 	printf("#%zu %s: %llu calls, %s requested, %s host taken, %s host still held "
@@ -263,9 +264,10 @@ static void print_site_text(const struct report *rp, const struct callsite *c,
 	if (c->device_taken)
 		printf(", %s from device nodes (not host RAM)",
 		       fmt_bytes(c->device_taken, b[4], sizeof(b[4])));
-	printf("  [%s, pid %u%s]\n", c->comm, c->pids[0], c->n_pids > 1 ? " and others" : "");
+	printf("  [%s, pid %u%s]\n", esc__term(c->comm, comm, sizeof(comm)), c->pids[0],
+	       c->n_pids > 1 ? " and others" : "");
 	for (i = 0; i < c->n_frames; i++)
-		printf("    %s\n", c->frames[i]);
+		printf("    %s\n", esc__term(c->frames[i], frame, sizeof(frame)));
 }
 
 static void print_site_json(const struct report *rp, const struct callsite *c,
@@ -341,6 +343,19 @@ static void print_recording_json(const struct report *rp)
 	}
 }
 
+static void print_stop_text(const struct rec_stop *s)
+{
+	char b[16], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
+	char why[ESC_TERM_LEN(REC_STOP_REASON_MAX)], site[ESC_TERM_LEN(REC_STOP_SITE_MAX)];
+
+	printf("stopped pid %u (%s): %s; MemAvailable %s, its GPU allocations held ", s->pid,
+	       esc__term(s->comm, comm, sizeof(comm)),
+	       esc__term(s->reason_text, why, sizeof(why)),
+	       fmt_bytes(s->mem_available, b, sizeof(b)));
+	printf("%s; top call site %s\n", fmt_bytes(s->gpu_host_bytes, b, sizeof(b)),
+	       s->site[0] ? esc__term(s->site, site, sizeof(site)) : "unknown");
+}
+
 static void print_recording_text(const struct report *rp)
 {
 	const struct rec_seen *rs = &rp->rec;
@@ -349,27 +364,22 @@ static void print_recording_text(const struct report *rp)
 	time_t t = (time_t)(h->start_realtime_ns / 1000000000ULL);
 	uint64_t span = last_ns > h->start_mono_ns ? last_ns - h->start_mono_ns : 0;
 	char when[32] = "?", b[16];
+	char host[ESC_TERM_LEN(RECFILE_NAME_MAX)], rel[ESC_TERM_LEN(RECFILE_NAME_MAX)];
 	struct tm tm;
 	size_t i;
 
 	if (localtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	printf("recording %s: host %s (Linux %s), started %s, %.1f s, %llu samples",
-	       rp->file, h->hostname, h->release, when, span / 1e9,
+	       rp->file, esc__term(h->hostname, host, sizeof(host)),
+	       esc__term(h->release, rel, sizeof(rel)), when, span / 1e9,
 	       (unsigned long long)rs->samples);
 	if (rs->samples)
 		printf(" (MemAvailable down to %s, memory pressure up to %.2f%%)",
 		       fmt_bytes(rs->min_available, b, sizeof(b)), rs->max_psi_some / 100.0);
 	printf(", %zu stops\n", rs->n_stops);
-	for (i = 0; i < rs->n_stops; i++) {
-		const struct rec_stop *s = &rs->stops[i];
-
-		printf("stopped pid %u (%s): %s; MemAvailable %s, its GPU allocations held ",
-		       s->pid, s->comm, s->reason_text,
-		       fmt_bytes(s->mem_available, b, sizeof(b)));
-		printf("%s; top call site %s\n", fmt_bytes(s->gpu_host_bytes, b, sizeof(b)),
-		       s->site[0] ? s->site : "unknown");
-	}
+	for (i = 0; i < rs->n_stops; i++)
+		print_stop_text(&rs->stops[i]);
 }
 
 static void print_report(struct report *rp)

@@ -16,6 +16,7 @@
 #include "guard/action.h"
 #include "guard/pin.h"
 #include "guard/state.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
 #include "lib/units.h"
@@ -56,6 +57,7 @@ static const struct guard_stopped *find_stopped(const struct guard_status *st, u
 static int resume_one(uint32_t pid, const struct guard_stopped *s)
 {
 	char st = proc__state((pid_t)pid);
+	char e[ESC_TERM_LEN(sizeof(s->cgroup))];
 	bool frozen = s && s->cgroup[0] && cgroup__frozen(s->cgroup);
 	int fd, err;
 
@@ -68,7 +70,8 @@ static int resume_one(uint32_t pid, const struct guard_stopped *s)
 		return -EINVAL;
 	}
 	if (frozen && (err = cgroup__set_frozen(s->cgroup, false))) {
-		elog("resume: cannot thaw %s: %s", s->cgroup, strerror(-err));
+		elog("resume: cannot thaw %s: %s", esc__term(s->cgroup, e, sizeof(e)),
+		     strerror(-err));
 		return err;
 	}
 	fd = pidfd__open((pid_t)pid);
@@ -79,7 +82,10 @@ static int resume_one(uint32_t pid, const struct guard_stopped *s)
 		elog("resume: cannot send SIGCONT to %u: %s", pid, strerror(-err));
 		return err;
 	}
-	printf("resumed %u%s%s%s\n", pid, s ? " (" : "", s ? s->comm : "", s ? ")" : "");
+	if (s)
+		printf("resumed %u (%s)\n", pid, esc__term(s->comm, e, sizeof(e)));
+	else
+		printf("resumed %u\n", pid);
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include "guard/action.h"
 #include "guard/pin.h"
 #include "guard/state.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
 #include "lib/units.h"
@@ -56,15 +57,31 @@ static void print_pages(const struct guard_status *st)
 	printf("; %llu times so far)\n", (unsigned long long)st->arms);
 }
 
+/* Every string of the state file is shown escaped: names went into it. */
+static void print_stopped(const struct guard_stopped *s, time_t now)
+{
+	char comm[ESC_TERM_LEN(sizeof(s->comm))], act[ESC_TERM_LEN(sizeof(s->action))];
+	char why[ESC_TERM_LEN(sizeof(s->reason))], cg[ESC_TERM_LEN(sizeof(s->cgroup))];
+
+	printf("%-8u %-16s %-8s %-10s %7llds  %s%s\n", s->pid,
+	       esc__term(s->comm, comm, sizeof(comm)), esc__term(s->action, act, sizeof(act)),
+	       esc__term(s->reason, why, sizeof(why)), (long long)(now - s->when),
+	       s->cgroup[0] ? esc__term(s->cgroup, cg, sizeof(cg)) : "-",
+	       guard_state__still_held(s) ? "" : "  (no longer stopped)");
+}
+
 static void print_text(const struct guard_status *st, bool alive)
 {
 	char a[32], b[32], c[32], d[32];
+	char act[ESC_TERM_LEN(sizeof(st->action))], met[ESC_TERM_LEN(sizeof(st->metric))];
 	time_t now = time(NULL);
 	size_t i;
 
+	esc__term(st->action, act, sizeof(act));
+	esc__term(st->metric, met, sizeof(met));
 	if (alive)
 		printf("guard: running, pid %u, up %llds, action %s%s\n", st->pid,
-		       (long long)(now - st->started), st->action,
+		       (long long)(now - st->started), act,
 		       st->dry_run ? " (dry run: nothing is sent)" : "");
 	else if (guard_pins__armed(GUARD_PIN_DIR))
 		printf("guard: not running (last seen as pid %u, %llds ago), but its kernel "
@@ -76,10 +93,10 @@ static void print_text(const struct guard_status *st, bool alive)
 		       "side is gone with it\n", st->pid, (long long)(now - st->updated));
 	printf("thresholds: floor %s, low %s, drop %s per sample, metric %s, auto-resume %s\n",
 	       fmt_bytes(st->floor, a, sizeof(a)), fmt_bytes(st->low, b, sizeof(b)),
-	       fmt_bytes(st->drop, c, sizeof(c)), st->metric,
+	       fmt_bytes(st->drop, c, sizeof(c)), met,
 	       st->auto_resume ? fmt_bytes(st->auto_resume, d, sizeof(d)) : "off");
 	printf("host: %s %s; kernel headroom %s%s above the floor (%llds ago)\n",
-	       st->metric, fmt_bytes(st->metric_value, a, sizeof(a)),
+	       met, fmt_bytes(st->metric_value, a, sizeof(a)),
 	       st->headroom < 0 ? "-" : "",
 	       fmt_bytes((uint64_t)(st->headroom < 0 ? -st->headroom : st->headroom), b,
 			 sizeof(b)), (long long)(now - st->updated));
@@ -95,13 +112,21 @@ static void print_text(const struct guard_status *st, bool alive)
 	}
 	printf("%-8s %-16s %-8s %-10s %8s  %s\n", "PID", "COMM", "ACTION", "REASON",
 	       "SINCE", "CGROUP");
-	for (i = 0; i < st->n_stopped; i++) {
-		const struct guard_stopped *s = &st->stopped[i];
+	for (i = 0; i < st->n_stopped; i++)
+		print_stopped(&st->stopped[i], now);
+}
 
-		printf("%-8u %-16s %-8s %-10s %7llds  %s%s\n", s->pid, s->comm, s->action,
-		       s->reason, (long long)(now - s->when), s->cgroup[0] ? s->cgroup : "-",
-		       guard_state__still_held(s) ? "" : "  (no longer stopped)");
-	}
+static void print_json_stopped(const struct guard_stopped *s)
+{
+	printf("{\"pid\":%u,\"comm\":", s->pid);
+	json__string(stdout, s->comm);
+	printf(",\"action\":");
+	json__string(stdout, s->action);
+	printf(",\"reason\":");
+	json__string(stdout, s->reason);
+	printf(",\"since\":%lld,\"cgroup\":", (long long)s->when);
+	json__string(stdout, s->cgroup);
+	printf(",\"still_stopped\":%s}", guard_state__still_held(s) ? "true" : "false");
 }
 
 static void print_json(const struct guard_status *st, bool alive)
@@ -109,18 +134,21 @@ static void print_json(const struct guard_status *st, bool alive)
 	size_t i;
 
 	printf("{\"running\":%s,\"kernel_armed\":%s,\"pid\":%u,\"started\":%lld,\"updated\":%lld,"
-	       "\"floor\":%llu,\"low\":%llu,\"drop\":%llu,\"auto_resume\":%llu,"
-	       "\"metric\":\"%s\",\"action\":\"%s\",\"dry_run\":%s,\"headroom\":%lld,"
-	       "\"metric_value\":%llu,\"samples\":%llu,\"checks\":%llu,"
-	       "\"kernel_stops\":%llu,\"policy_stops\":%llu,\"send_failed\":%llu,"
-	       "\"reclaims\":%llu,\"page_programs\":\"%s\",\"arm_margin\":%llu,"
-	       "\"arm_late_us\":%llu,\"arms\":%llu,\"stopped\":[",
+	       "\"floor\":%llu,\"low\":%llu,\"drop\":%llu,\"auto_resume\":%llu,\"metric\":",
 	       alive ? "true" : "false",
 	       alive || guard_pins__armed(GUARD_PIN_DIR) ? "true" : "false",
 	       st->pid, (long long)st->started,
 	       (long long)st->updated, (unsigned long long)st->floor,
 	       (unsigned long long)st->low, (unsigned long long)st->drop,
-	       (unsigned long long)st->auto_resume, st->metric, st->action,
+	       (unsigned long long)st->auto_resume);
+	json__string(stdout, st->metric);
+	printf(",\"action\":");
+	json__string(stdout, st->action);
+	printf(",\"dry_run\":%s,\"headroom\":%lld,"
+	       "\"metric_value\":%llu,\"samples\":%llu,\"checks\":%llu,"
+	       "\"kernel_stops\":%llu,\"policy_stops\":%llu,\"send_failed\":%llu,"
+	       "\"reclaims\":%llu,\"page_programs\":\"%s\",\"arm_margin\":%llu,"
+	       "\"arm_late_us\":%llu,\"arms\":%llu,\"stopped\":[",
 	       st->dry_run ? "true" : "false", (long long)st->headroom,
 	       (unsigned long long)st->metric_value, (unsigned long long)st->samples,
 	       (unsigned long long)st->checks, (unsigned long long)st->kernel_stops,
@@ -131,14 +159,9 @@ static void print_json(const struct guard_status *st, bool alive)
 	       (unsigned long long)st->arm_late_us,
 	       (unsigned long long)st->arms);
 	for (i = 0; i < st->n_stopped; i++) {
-		const struct guard_stopped *s = &st->stopped[i];
-
-		printf("%s{\"pid\":%u,\"comm\":", i ? "," : "", s->pid);
-		json__string(stdout, s->comm);
-		printf(",\"action\":\"%s\",\"reason\":\"%s\",\"since\":%lld,\"cgroup\":",
-		       s->action, s->reason, (long long)s->when);
-		json__string(stdout, s->cgroup);
-		printf(",\"still_stopped\":%s}", guard_state__still_held(s) ? "true" : "false");
+		if (i)
+			putchar(',');
+		print_json_stopped(&st->stopped[i]);
 	}
 	printf("]}\n");
 }

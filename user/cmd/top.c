@@ -21,6 +21,7 @@
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
 #include "guard/state.h"
+#include "lib/escape.h"
 #include "lib/sys.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"
@@ -447,6 +448,26 @@ static char guard_mark(const struct top *t, uint32_t pid)
 	return '-';
 }
 
+#define COMM_COLS 12
+
+/*
+ * The name in the COMM column: escaped first, then cut at a whole escape
+ * or character, then padded by characters, not bytes, so that the columns
+ * after it stay in place.
+ */
+static void put_comm(FILE *f, const char *comm)
+{
+	char e[COMM_COLS + 1];
+	const unsigned char *s;
+	int cols = 0;
+
+	esc__term(comm, e, sizeof(e));
+	/* The terminal form is valid UTF-8: utf8__len() is never 0 here. */
+	for (s = (const unsigned char *)e; *s; s += utf8__len(s))
+		cols++;
+	fprintf(f, "%s%*s", e, COMM_COLS - cols, "");
+}
+
 static void render(struct top *t, FILE *f)
 {
 	char b[5][16];
@@ -465,7 +486,7 @@ static void render(struct top *t, FILE *f)
 	qsort(rows, n, sizeof(*rows), row_cmp);
 	for (i = 0; i < n && !torch; i++)
 		torch = rows[i].torch;
-	fprintf(f, "\n%-7s %-12s %9s %9s %9s %9s %9s %6s", "PID", "COMM",
+	fprintf(f, "\n%-7s %-*s %9s %9s %9s %9s %9s %6s", "PID", COMM_COLS, "COMM",
 		"GPU HELD", "HOST HOLD", "OBSERVED", "OUTSIDE", "GROWTH/h", "ALLOCS");
 	/* Past 80 columns: only while a process reports through the hook. */
 	if (torch)
@@ -473,8 +494,9 @@ static void render(struct top *t, FILE *f)
 			t->guard_alive ? 13 : 0, "VERDICT");
 	fprintf(f, "%s\n", t->guard_alive ? " G" : "");
 	for (i = 0; i < n && i < MAX_ROWS; i++) {
-		fprintf(f, "%-7u %-12.12s %9s %9s %9s %9s %9s %6llu", rows[i].p.pid,
-			rows[i].p.comm,
+		fprintf(f, "%-7u ", rows[i].p.pid);
+		put_comm(f, rows[i].p.comm);
+		fprintf(f, " %9s %9s %9s %9s %9s %6llu",
 			fmt_bytes(rows[i].p.held_gpu, b[0], sizeof(b[0])),
 			fmt_bytes(rows[i].holds, b[1], sizeof(b[1])),
 			fmt_bytes(rows[i].p.held_host, b[3], sizeof(b[3])),

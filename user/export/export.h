@@ -52,9 +52,10 @@ struct svg_opts {
 /*
  * A self-contained interactive flamegraph (icicle: the processes on top,
  * the GPU calls at the bottom of each column), one rectangle per frame
- * sized by its share of m. Hover shows name, amount and share; click zooms
- * into a frame; "Search" highlights frames matching a regular expression
- * and shows their share of the total. Inline CSS and JS only.
+ * sized by its share of m. Hover shows name, amount (fmt_bytes_iec()) and
+ * share; click zooms into a frame; "Search" highlights frames matching a
+ * regular expression and shows their share of the total. Inline CSS and
+ * JS only.
  * opts may be NULL.
  */
 int export_svg(const struct stackset *s, enum stack_metric m,
@@ -96,13 +97,6 @@ int export_speedscope(const struct stackset *s, enum stack_metric m, FILE *out);
  * so neither dips nor spikes vanish. -EINVAL when t has no samples.
  */
 int export_timeline(const struct timeline *t, FILE *out);
-
-/*
- * Shared by the SVG writers (svg.c defines it): s with & < > " ' escaped
- * (s is clean text, see text__clean()). Their sizes are fmt_bytes_iec()'s
- * (lib/units.h).
- */
-void export__xml_puts(FILE *out, const char *s);
 
 /*
  * The end of every exporter: 0, or the write error as -errno. A write that

@@ -3,27 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "export/export.h"
-
-/*
- * ';' separates frames, so one inside a name ("operator;" is rare, but a
- * path or a demangled template can hold anything) would split it. Control
- * characters cannot reach here (the stackset made them spaces), but a
- * stray newline would end the line, so they are guarded against anyway.
- * Spaces stay: readers take the value after the last space.
- */
-static void put_frame(FILE *out, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == ';')
-			fputc(':', out);
-		else if (c < 0x20 || c == 0x7f)
-			fputc(' ', out);
-		else
-			fputc(c, out);
-	}
-}
+#include "lib/escape.h"
 
 int export_folded(const struct stackset *s, enum stack_metric m, FILE *out)
 {
@@ -43,7 +23,7 @@ int export_folded(const struct stackset *s, enum stack_metric m, FILE *out)
 		for (j = 0; j < st->n_frames; j++) {
 			if (j)
 				fputc(';', out);
-			put_frame(out, st->frames[j]);
+			esc__folded_frame(out, st->frames[j]);
 		}
 		fprintf(out, " %llu\n", (unsigned long long)st->values[m]);
 	}

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "export/kthreads_out.h"
+#include "lib/escape.h"
 #include "lib/json.h"
 #include "lib/units.h"
 
 void export_kthreads_text(const struct kthread_row *rows, size_t n, size_t max, FILE *f)
 {
-	char b[16], who[40];
+	char b[16], who[ESC_TERM_LEN(TASK_COMM_LEN) + 16];
+	char comm[ESC_TERM_LEN(TASK_COMM_LEN)], fc[ESC_TERM_LEN(TASK_COMM_LEN)];
 	size_t i;
 
 	if (!n)
@@ -14,10 +16,12 @@ void export_kthreads_text(const struct kthread_row *rows, size_t n, size_t max, 
 	for (i = 0; i < n && i < max; i++) {
 		if (rows[i].tgid)
 			snprintf(who, sizeof(who), "%u %s", rows[i].tgid,
-				 rows[i].for_comm[0] ? rows[i].for_comm : "(exited)");
+				 rows[i].for_comm[0] ? esc__term(rows[i].for_comm, fc, sizeof(fc)) :
+				 "(exited)");
 		else
 			snprintf(who, sizeof(who), "-");
-		fprintf(f, "%-7u %-16.16s %9s  %s\n", rows[i].pid, rows[i].comm,
+		fprintf(f, "%-7u %-16s %9s  %s\n", rows[i].pid,
+			esc__term(rows[i].comm, comm, sizeof(comm)),
 			fmt_bytes(rows[i].bytes, b, sizeof(b)), who);
 	}
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <time.h>
 #include "export/output.h"
+#include "lib/escape.h"
 #include "lib/sys.h"
 #include "lib/json.h"
 #include "lib/units.h"
@@ -47,6 +48,7 @@ void output__call_text(FILE *f, const struct output_clock *c,
 		       const struct umt_call_rec *r)
 {
 	char t[32], sz[16], hp[16], hf[16], ret[16];
+	char comm[ESC_TERM_LEN(TASK_COMM_LEN)];
 
 	wall_time(c, r->ts_ns, t, sizeof(t));
 	if (r->end == UMT_END_RETURNED)
@@ -54,8 +56,8 @@ void output__call_text(FILE *f, const struct output_clock *c,
 	else
 		snprintf(ret, sizeof(ret), "%s", r->end == UMT_END_EXITED ? "EXIT" :
 			 r->end == UMT_END_EXECED ? "EXEC" : "LOST");
-	fprintf(f, "%-12s %-7u %-7u %-15.15s %-24s %8s 0x%-12llx %5s %9.1f %8s %8s\n",
-		t, r->pid, r->tid, r->comm, cuda_api__name(r->api),
+	fprintf(f, "%-12s %-7u %-7u %-15s %-24s %8s 0x%-12llx %5s %9.1f %8s %8s\n",
+		t, r->pid, r->tid, esc__term(r->comm, comm, sizeof(comm)), cuda_api__name(r->api),
 		r->size ? fmt_bytes(r->size, sz, sizeof(sz)) : "-",
 		(unsigned long long)r->handle, ret, r->duration_ns / 1000.0,
 		fmt_bytes(r->pages_taken * c->page_size, hp, sizeof(hp)),

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "export/proc_pages_out.h"
+#include "lib/escape.h"
 #include "lib/json.h"
 #include "lib/units.h"
 
@@ -15,7 +16,7 @@ static void put_row(FILE *f, bool json, const struct output_clock *c,
 		    const struct proc_pages_row *r, uint64_t a, uint64_t fr,
 		    const char *event)
 {
-	char b1[16], b2[16];
+	char b1[16], b2[16], comm[ESC_TERM_LEN(sizeof(r->comm))];
 
 	if (json) {
 		fprintf(f, "{\"event\":\"%s\",\"pid\":%u,\"comm\":", event, r->pid);
@@ -25,7 +26,7 @@ static void put_row(FILE *f, bool json, const struct output_clock *c,
 			(unsigned long long)(fr * c->page_size));
 		return;
 	}
-	fprintf(f, "%-7u %-16s %10s %10s\n", r->pid, r->comm,
+	fprintf(f, "%-7u %-16s %10s %10s\n", r->pid, esc__term(r->comm, comm, sizeof(comm)),
 		fmt_bytes(a * c->page_size, b1, sizeof(b1)),
 		fmt_bytes(fr * c->page_size, b2, sizeof(b2)));
 }

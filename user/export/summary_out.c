@@ -2,13 +2,14 @@
 #include <stdlib.h>
 #include "export/export.h"
 #include "export/summary_out.h"
+#include "lib/escape.h"
 #include "lib/json.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
 
 void export_summary_text(const struct summary *s, FILE *f)
 {
-	char b[5][16];
+	char b[5][16], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
 	struct summary_row *v;
 	size_t i, n;
 
@@ -20,7 +21,8 @@ void export_summary_text(const struct summary *s, FILE *f)
 		"UNFREED", "HOSTHELD", "ATEXIT");
 	for (i = 0; i < n; i++)
 		fprintf(f, "%-7u %-15s %-28s %7llu %6llu %8s %8s %8s %7llu %8s %7llu\n",
-			v[i].pid, v[i].comm, cuda_api__name(v[i].api),
+			v[i].pid, esc__term(v[i].comm, comm, sizeof(comm)),
+			cuda_api__name(v[i].api),
 			(unsigned long long)v[i].calls,
 			(unsigned long long)(v[i].failed + v[i].died),
 			fmt_bytes(v[i].size_bytes, b[0], sizeof(b[0])),

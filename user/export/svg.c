@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export/export.h"
+#include "lib/escape.h"
 #include "lib/units.h"
 
 #define X_PAD 10		/* left and right margin */
@@ -68,38 +69,6 @@ static const char *fmt_value(enum stack_metric m, uint64_t v, char *buf, size_t 
 		return fmt_bytes_iec(v, buf, len);
 	snprintf(buf, len, "%s call%s", fmt_count(v, n, sizeof(n)), v == 1 ? "" : "s");
 	return buf;
-}
-
-static void xml_putn(FILE *out, const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n && s[i]; i++) {
-		switch (s[i]) {
-		case '&':
-			fputs("&amp;", out);
-			break;
-		case '<':
-			fputs("&lt;", out);
-			break;
-		case '>':
-			fputs("&gt;", out);
-			break;
-		case '"':
-			fputs("&quot;", out);
-			break;
-		case '\'':
-			fputs("&apos;", out);
-			break;
-		default:
-			fputc(s[i], out);
-		}
-	}
-}
-
-void export__xml_puts(FILE *out, const char *s)
-{
-	xml_putn(out, s, strlen(s));
 }
 
 static int tree_add(struct tree *t, uint32_t parent, const char *name)
@@ -257,10 +226,10 @@ static void put_fitted(FILE *out, const char *name, double px)
 		chars++;
 	}
 	if (chars <= (size_t)max) {
-		export__xml_puts(out, name);
+		esc__xml(out, name);
 		return;
 	}
-	xml_putn(out, name, cut);
+	esc__xml_n(out, name, cut);
 	fputs("..", out);
 }
 
@@ -281,7 +250,7 @@ static int emit(const struct svg_ctx *c, uint32_t id, uint64_t start)
 	frame_fill(n, k, rgb);
 	fprintf(c->out, "<g class=\"f %s\" data-s=\"%llu\" data-v=\"%llu\" data-d=\"%u\"><title>",
 		kinds[k].cls, (unsigned long long)start, (unsigned long long)n->value, n->depth);
-	export__xml_puts(c->out, n->name);
+	esc__xml(c->out, n->name);
 	fprintf(c->out, "&#10;%s, %.2f%% of all", fmt_value(c->m, n->value, val, sizeof(val)),
 		100.0 * (double)n->value / (double)c->total);
 	/* A GPU API that also calls another (nested probes): its own share. */
@@ -423,10 +392,10 @@ static void put_header(const struct svg_ctx *c, const struct stackset *s,
 		W, H);
 	fprintf(c->out, "<text class=\"title\" x=\"%u\" y=\"24\" text-anchor=\"middle\">", W / 2);
 	if (o && o->title) {
-		export__xml_puts(c->out, o->title);
+		esc__xml(c->out, o->title);
 	} else {
 		fputs("GPU allocation call sites by ", c->out);
-		export__xml_puts(c->out, stack_metric__label(c->m));
+		esc__xml(c->out, stack_metric__label(c->m));
 	}
 	fputs("</text>\n", c->out);
 
@@ -485,7 +454,7 @@ int export_svg(const struct stackset *s, enum stack_metric m,
 	} else {
 		fprintf(out, "<text x=\"%u\" y=\"%u\" text-anchor=\"middle\">No stack has any ",
 			W / 2, TOP + 12);
-		export__xml_puts(out, stack_metric__label(m));
+		esc__xml(out, stack_metric__label(m));
 		fputs("</text>\n", out);
 	}
 	fprintf(out, "<script type=\"text/ecmascript\"><![CDATA[\n"

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "export/export.h"
 #include "export/timeline.h"
+#include "lib/escape.h"
 #include "lib/units.h"
 
 #define W TIMELINE_WIDTH
@@ -114,7 +115,7 @@ static void put_text(FILE *out, const char *cls, double x, double y, const char 
 {
 	fprintf(out, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", cls, x, y,
 		anchor);
-	export__xml_puts(out, s);
+	esc__xml(out, s);
 	fputs("</text>\n", out);
 }
 
@@ -385,7 +386,7 @@ static void put_bursts(const struct draw *d, struct col_sum *cols)
 				 (double)(cols[c].first_ns - d->tmin) / 1e9);
 		fprintf(d->out, "<rect class=\"burst\" x=\"%.1f\" y=\"%.1f\" width=\"2\" "
 			"height=\"%.1f\"><title>", x - 1, BURST_TOP + BURST_H - h, h);
-		export__xml_puts(d->out, tip);
+		esc__xml(d->out, tip);
 		fputs("</title></rect>\n", d->out);
 	}
 	/* Label the largest, keeping labels apart. */
@@ -455,9 +456,9 @@ static void put_stops(const struct draw *d)
 		fmt_bytes_iec(s->available, avail, sizeof(avail));
 		fprintf(d->out, "<g class=\"stop\"><title>");
 		fprintf(d->out, "guard stopped ");
-		export__xml_puts(d->out, s->comm);
+		esc__xml(d->out, s->comm);
 		fprintf(d->out, " (%u) at %.2f s: ", s->pid, (double)(s->t_ns - d->tmin) / 1e9);
-		export__xml_puts(d->out, s->reason);
+		esc__xml(d->out, s->reason);
 		fprintf(d->out, "; available %s</title>", avail);
 		fprintf(d->out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%u\"/>", x, d->top, x,
 			AXIS_Y);

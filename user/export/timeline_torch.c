@@ -11,6 +11,7 @@
 #include <string.h>
 #include "export/export.h"
 #include "export/timeline.h"
+#include "lib/escape.h"
 #include "lib/units.h"
 
 static const char *const torch_colors[TIMELINE_TORCH_DRAWN] = {
@@ -95,7 +96,7 @@ static void draw_one(const struct timeline_torch *s, const struct timeline_frame
 	char b[3][32];
 
 	fprintf(out, "<g class=\"torch\"><title>");
-	export__xml_puts(out, s->comm);
+	esc__xml(out, s->comm);
 	fprintf(out, " (%u) cuda:%u, PyTorch's caching allocator: ", s->pid, s->device);
 	if (s->reserved_known)
 		fprintf(out, "reserved (line) up to %s, ",

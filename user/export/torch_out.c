@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export/torch_out.h"
+#include "lib/escape.h"
 #include "lib/json.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
@@ -134,11 +135,12 @@ static void explain(const struct torch_model *m, const struct torch_verdict *v, 
 static void dev_text(const struct torch_model *m, const struct torch_dev *d,
 		     const struct callsites *sites, FILE *f)
 {
-	char b[6][16], advice[1024];
+	char b[6][16], advice[1024], text[ESC_TERM_LEN(sizeof(advice))];
 	struct torch_verdict v;
 
 	torch_model__judge(m, d, &v);
-	fprintf(f, "pid %u (%s) cuda:%u%s: allocated %s", d->pid, d->last.comm, d->device,
+	fprintf(f, "pid %u (%s) cuda:%u%s: allocated %s", d->pid,
+		esc__term(d->last.comm, text, sizeof(text)), d->device,
 		d->exited ? " [exited]" : "", fmt_bytes(v.allocated, b[0], sizeof(b[0])));
 	if (v.reserved_known)
 		fprintf(f, ", reserved %s, cached %s (%.0f%%)",
@@ -154,8 +156,11 @@ static void dev_text(const struct torch_model *m, const struct torch_dev *d,
 		fprintf(f, "  reserved unknown: its libc10 has the old 3-argument hook (no "
 			"totals); allocated counts the blocks since the probe went in\n");
 	explain(m, &v, f);
-	if (v.advice)
-		fprintf(f, "  advice: %s\n", torch_out__advice(&v, sites, advice, sizeof(advice)));
+	if (!v.advice)
+		return;
+	/* The advice names call sites' frames. */
+	torch_out__advice(&v, sites, advice, sizeof(advice));
+	fprintf(f, "  advice: %s\n", esc__term(advice, text, sizeof(text)));
 }
 
 void export_torch_text(const struct torch_model *m, const struct callsites *sites, FILE *f)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "guard/metrics.h"
+#include "lib/escape.h"
 #include "lib/out_file.h"
 
 #define PREFIX "umtrace_guard_"
@@ -30,71 +31,6 @@ static void counter(FILE *f, const char *name, const char *help, uint64_t v)
 	fprintf(f, PREFIX "%s %" PRIu64 "\n", name, v);
 }
 
-/* The length of the valid UTF-8 sequence at s, 0 if there is none. */
-static size_t utf8_len(const unsigned char *s)
-{
-	uint32_t cp;
-	size_t n, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;	/* also stops at the terminating NUL */
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return n;
-}
-
-/*
- * A label value: backslash, double quote and newline escaped as the format
- * asks. A process names itself (prctl PR_SET_NAME) with any bytes, and
- * one byte that is not UTF-8 makes node_exporter drop the whole file, so
- * those and other control characters become '?'.
- */
-static void label_value(FILE *f, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	size_t n;
-
-	while (*p) {
-		if (*p == '\\' || *p == '"' || *p == '\n') {
-			fputc('\\', f);
-			fputc(*p == '\n' ? 'n' : *p, f);
-			p++;
-			continue;
-		}
-		if (*p < 0x20 || *p == 0x7f) {
-			fputc('?', f);
-			p++;
-			continue;
-		}
-		n = utf8_len(p);
-		if (!n) {
-			fputc('?', f);
-			p++;
-			continue;
-		}
-		fwrite(p, 1, n, f);
-		p += n;
-	}
-}
-
 static void process_rows(FILE *f, const struct guard_metrics *m, const char *name, bool bytes)
 {
 	const struct guard_metrics_process *r;
@@ -103,7 +39,7 @@ static void process_rows(FILE *f, const struct guard_metrics *m, const char *nam
 	for (i = 0; i < m->n_procs; i++) {
 		r = &m->procs[i];
 		fprintf(f, PREFIX "%s{pid=\"%d\",comm=\"", name, (int)r->pid);
-		label_value(f, r->comm);
+		esc__prom_label(f, r->comm);
 		fprintf(f, "\"} %" PRIu64 "\n", bytes ? r->host_bytes : (uint64_t)r->stopped);
 	}
 }
@@ -119,7 +55,7 @@ static void torch_rows(FILE *f, const struct guard_metrics *m, bool reserved)
 			continue;
 		fprintf(f, "umtrace_torch_%s_bytes{pid=\"%d\",comm=\"",
 			reserved ? "reserved" : "allocated", (int)r->pid);
-		label_value(f, r->comm);
+		esc__prom_label(f, r->comm);
 		fprintf(f, "\",device=\"%u\"} %" PRIu64 "\n", r->device,
 			reserved ? r->reserved : r->allocated);
 	}
@@ -161,7 +97,7 @@ int metrics__format(FILE *f, const struct guard_metrics *m)
 	family(f, "stops_total", "counter", "Processes stopped (or, in a dry run, not), by reason.");
 	for (i = 0; i < m->n_stops; i++) {
 		fputs(PREFIX "stops_total{reason=\"", f);
-		label_value(f, m->stops[i].reason);
+		esc__prom_label(f, m->stops[i].reason);
 		fprintf(f, "\"} %" PRIu64 "\n", m->stops[i].count);
 	}
 	counter(f, "resumes_total", "Processes resumed by auto-resume.", m->resumes);

@@ -10,11 +10,28 @@
 #include <sys/stat.h>
 #include "guard/action.h"
 #include "guard/state.h"
+#include "lib/escape.h"
 #include "lib/out_file.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
 
 #define MAGIC "umtrace-guard-state 1"
+/* A "stopped" line at its longest, its names escaped, fits. */
+#define LINE_MAX_LEN 4096
+
+/*
+ * The cgroup and the comm as tokens (esc__token()): a name with a newline
+ * or a space can neither add a line nor shift a field, and reads back as
+ * the bytes it was.
+ */
+static void write_stopped(FILE *f, const struct guard_stopped *s)
+{
+	char cg[ESC_TERM_LEN(sizeof(s->cgroup))], comm[ESC_TERM_LEN(sizeof(s->comm))];
+
+	fprintf(f, "stopped %" PRIu32 " %s %s %" PRId64 " %s %s\n", s->pid, s->action,
+		s->reason, s->when, s->cgroup[0] ? esc__token(s->cgroup, cg, sizeof(cg)) : "-",
+		esc__token(s->comm, comm, sizeof(comm)));
+}
 
 static void write_body(FILE *f, const struct guard_status *st)
 {
@@ -36,13 +53,8 @@ static void write_body(FILE *f, const struct guard_status *st)
 	fprintf(f, "pages_always %" PRIu64 "\npages_on %" PRIu64 "\narm_margin %" PRIu64
 		"\narm_late_us %" PRIu64 "\narms %" PRIu64 "\n", st->pages_always, st->pages_on,
 		st->arm_margin, st->arm_late_us, st->arms);
-	for (i = 0; i < st->n_stopped; i++) {
-		const struct guard_stopped *s = &st->stopped[i];
-
-		fprintf(f, "stopped %" PRIu32 " %s %s %" PRId64 " %s %s\n", s->pid,
-			s->action, s->reason, s->when, s->cgroup[0] ? s->cgroup : "-",
-			s->comm);
-	}
+	for (i = 0; i < st->n_stopped; i++)
+		write_stopped(f, &st->stopped[i]);
 }
 
 char *guard_state__format(const struct guard_status *st, size_t *len)
@@ -77,15 +89,23 @@ int guard_state__write(const char *path, const struct guard_status *st)
 /* "stopped PID ACTION REASON TIME CGROUP COMM": COMM is the rest of the line. */
 static int parse_stopped(const char *v, struct guard_stopped *s)
 {
+	char cg[ESC_TERM_LEN(sizeof(s->cgroup))];
+	size_t len;
 	int n = 0;
 
 	memset(s, 0, sizeof(*s));
-	if (sscanf(v, "%" SCNu32 " %15s %15s %" SCNd64 " %511s %n", &s->pid, s->action,
-		   s->reason, &s->when, s->cgroup, &n) != 5 || !n)
+	if (sscanf(v, "%" SCNu32 " %15s %15s %" SCNd64 " %n", &s->pid, s->action,
+		   s->reason, &s->when, &n) != 4 || !n)
 		return -EINVAL;
-	snprintf(s->comm, sizeof(s->comm), "%s", v + n);
-	if (!strcmp(s->cgroup, "-"))
-		s->cgroup[0] = '\0';
+	v += n;
+	len = strcspn(v, " ");
+	if (!len || len >= sizeof(cg))
+		return -EINVAL;
+	memcpy(cg, v, len);
+	cg[len] = '\0';
+	if (strcmp(cg, "-"))
+		esc__unescape(cg, s->cgroup, sizeof(s->cgroup));
+	esc__unescape(v[len] ? v + len + 1 : "", s->comm, sizeof(s->comm));
 	return 0;
 }
 
@@ -133,7 +153,7 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 
 int guard_state__read(const char *path, struct guard_status *st)
 {
-	char line[1024], *sp;
+	char line[LINE_MAX_LEN], *sp;
 	struct stat sb;
 	int fd, err = 0;
 	FILE *f;

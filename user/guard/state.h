@@ -7,6 +7,10 @@
  *	umtrace-guard-state 1
  *	KEY VALUE			(one per line, see guard_state.c)
  *	stopped PID ACTION REASON TIME_UNIX CGROUP COMM
+ *
+ * CGROUP ("-" if none) and COMM are tokens (esc__token(): \xNN for a
+ * space, a control or a byte that is not UTF-8, "\\" for '\'), read back
+ * to the bytes they were.
  */
 #ifndef UMTRACE_GUARD_STATE_H
 #define UMTRACE_GUARD_STATE_H

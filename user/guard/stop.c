@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "guard/stop.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/units.h"
 
@@ -48,36 +49,49 @@ const char *guard_stop__torch_verdict(const struct guard_stop *s)
 	return s->torch_v.warmup ? "warm-up" : torch_kind__name(s->torch_v.kind);
 }
 
+/* Every value a name went into is quoted and escaped: one line, no forged key. */
 void guard_stop__log(const struct guard_stop *s)
 {
-	char held[32], metric[32], torch[128];
+	char held[32], metric[32], torch[128], comm[ESC_KV_LEN(sizeof(s->comm))];
+	char cgroup[ESC_KV_LEN(sizeof(s->cgroup))], site[ESC_KV_LEN(sizeof(s->top_site))];
+	char detail[ESC_KV_LEN(sizeof(s->detail))];
 
 	torch_fields(s, torch, sizeof(torch));
-	slog("guard: %s pid=%u ts=%" PRIu64 ".%09" PRIu64 " comm=\"%s\" cgroup=%s reason=%s "
-	     "%s=%s gpu_host=%s%s top_site=\"%s\" detail=\"%s\"%s",
+	esc__kv(s->comm, comm, sizeof(comm));
+	esc__kv(s->cgroup[0] ? s->cgroup : "-", cgroup, sizeof(cgroup));
+	esc__kv(s->top_site, site, sizeof(site));
+	esc__kv(s->detail, detail, sizeof(detail));
+	slog("guard: %s pid=%u ts=%" PRIu64 ".%09" PRIu64 " comm=%s cgroup=%s reason=%s "
+	     "%s=%s gpu_host=%s%s top_site=%s detail=%s%s",
 	     s->dry ? "would-stop" : "stop", s->pid, s->ts_ns / 1000000000,
-	     s->ts_ns % 1000000000, s->comm, s->cgroup[0] ? s->cgroup : "-",
+	     s->ts_ns % 1000000000, comm, cgroup,
 	     guard_reason__name(s->reason), guard_metric__name(s->metric),
 	     fmt_bytes(s->metric_bytes, metric, sizeof(metric)),
-	     fmt_bytes(s->held, held, sizeof(held)), torch, s->top_site, s->detail,
+	     fmt_bytes(s->held, held, sizeof(held)), torch, site, detail,
 	     s->send_err ? " send=failed" : "");
 }
 
 void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const char *bundle)
 {
-	char buf[64];
+	char buf[64], text[ESC_TERM_LEN(GUARD_STOP_SITE_MAX)];
 
+	/*
+	 * Names in the terminal form: printable, so a hook that echoes them,
+	 * logs them or puts them in Slurm's AdminComment writes no control
+	 * byte. A plain name (and every cgroup path a manager makes) is
+	 * unchanged.
+	 */
 	snprintf(buf, sizeof(buf), "%u", s->pid);
 	setenv("UMTRACE_PID", buf, 1);
-	setenv("UMTRACE_COMM", s->comm, 1);
-	setenv("UMTRACE_CGROUP", s->cgroup, 1);
+	setenv("UMTRACE_COMM", esc__term(s->comm, text, sizeof(text)), 1);
+	setenv("UMTRACE_CGROUP", esc__term(s->cgroup, text, sizeof(text)), 1);
 	setenv("UMTRACE_REASON", guard_reason__name(s->reason), 1);
 	setenv("UMTRACE_ACTION", s->dry ? "dry-run" : guard_act__name(s->action), 1);
 	snprintf(buf, sizeof(buf), "%" PRIu64, s->metric_bytes);
 	setenv("UMTRACE_AVAILABLE", buf, 1);
 	snprintf(buf, sizeof(buf), "%" PRIu64, s->held);
 	setenv("UMTRACE_HOST_BYTES", buf, 1);
-	setenv("UMTRACE_TOP_SITE", s->top_site, 1);
+	setenv("UMTRACE_TOP_SITE", esc__term(s->top_site, text, sizeof(text)), 1);
 	if (s->torch) {
 		snprintf(buf, sizeof(buf), "%" PRIu64, s->torch_v.allocated);
 		setenv("UMTRACE_TORCH_ALLOCATED", buf, 1);

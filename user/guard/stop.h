@@ -49,11 +49,12 @@ unsigned int guard_reason__index(enum umt_guard_reason r);
 
 /* Its allocator's verdict ("warm-up", "ok", "fragmentation"...), "" without one. */
 const char *guard_stop__torch_verdict(const struct guard_stop *s);
-/* One line per stop, key=value, for the journal and for grep. */
+/* One line per stop, key=value (names quoted, esc__kv()), for the journal and grep. */
 void guard_stop__log(const struct guard_stop *s);
 /*
- * Run hook (sh -c) with the stop in UMTRACE_* variables and the bundle's
- * path; for a child: it does not return.
+ * Run hook (sh -c) with the stop in UMTRACE_* variables (names in the
+ * terminal form, esc__term()) and the bundle's path; for a child: it does
+ * not return.
  */
 void guard_stop__exec_hook(const struct guard_stop *s, const char *hook,
 			   const char *bundle) __attribute__((noreturn));

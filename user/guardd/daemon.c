@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include "guardd/guard.h"
 #include "guard/kernel.h"
+#include "lib/escape.h"
 #include "lib/sys.h"
 #include "lib/file_writer.h"
 #include "lib/units.h"
@@ -83,14 +84,14 @@ static void on_guard(void *ctx, const struct umt_guard_rec *r)
 {
 	struct guard *g = ctx;
 	struct guard_proc *p = guard__proc(g, r->pid, true);
-	char detail[GUARD_STOP_DETAIL_MAX];
+	char detail[GUARD_STOP_DETAIL_MAX], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
 	int err = 0;
 
 	kernel_detail(r, detail, sizeof(detail));
 	g->kernel_stops++;
 	if (!p) {
-		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid, r->pcomm,
-		     detail);
+		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid,
+		     esc__term(r->pcomm, comm, sizeof(comm)), detail);
 		return;
 	}
 	memcpy(p->comm, r->pcomm, sizeof(p->comm));

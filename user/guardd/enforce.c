@@ -13,23 +13,28 @@
 #include <unistd.h>
 #include "guardd/guard.h"
 #include "guardd/postmortem.h"
+#include "lib/escape.h"
 #include "lib/sys.h"
 #include "lib/procfs.h"
 
 /* Freeze the cgroup too (--action freeze), after the stop took hold. */
 static int freeze_cgroup(struct guard *g, struct guard_proc *p)
 {
+	char cg[ESC_KV_LEN(sizeof(p->cgroup))];
 	int err;
 
 	if (g->opt.action != GUARD_ACT_FREEZE || p->dry || !p->cgroup[0])
 		return 0;
 	err = cgroup__set_frozen(p->cgroup, true);
-	if (err == -EDEADLK)
-		wlog("guard: not freezing %s: umtrace itself runs in it", p->cgroup);
-	else if (err)
-		wlog("guard: cannot freeze %s: %s", p->cgroup, strerror(-err));
-	else
+	if (!err) {
 		p->froze = true;
+		return 0;
+	}
+	esc__kv(p->cgroup, cg, sizeof(cg));
+	if (err == -EDEADLK)
+		wlog("guard: not freezing %s: umtrace itself runs in it", cg);
+	else
+		wlog("guard: cannot freeze %s: %s", cg, strerror(-err));
 	return err;
 }
 
@@ -122,6 +127,7 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why)
 {
+	char comm[ESC_KV_LEN(sizeof(p->comm))];
 	int err = 0;
 
 	if (p->froze)
@@ -130,14 +136,18 @@ void guard__resume(struct guard *g, struct guard_proc *p, const char *why)
 		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGCONT);
 	if (err)
 		wlog("guard: cannot resume %u: %s", p->pid, strerror(-err));
-	slog("guard: resume pid=%u comm=\"%s\" reason=%s", p->pid, p->comm, why);
+	slog("guard: resume pid=%u comm=%s reason=%s", p->pid,
+	     esc__kv(p->comm, comm, sizeof(comm)), why);
 	p->stopped = p->froze = p->dry = false;
 	g->resumes++;
 }
 
 void guard__resumed_by_operator(struct guard *g, struct guard_proc *p)
 {
-	slog("guard: resumed pid=%u comm=\"%s\" by=operator", p->pid, p->comm);
+	char comm[ESC_KV_LEN(sizeof(p->comm))];
+
+	slog("guard: resumed pid=%u comm=%s by=operator", p->pid,
+	     esc__kv(p->comm, comm, sizeof(comm)));
 	p->stopped = p->froze = false;
 	g->resumes++;
 }

@@ -12,6 +12,7 @@
 #include "export/summary_out.h"
 #include "export/torch_out.h"
 #include "guardd/guard.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "guardd/postmortem.h"
 #include "lib/units.h"
@@ -46,7 +47,7 @@ static int finish(FILE *f)
 
 static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
 {
-	char advice[1024];
+	char advice[1024], text[ESC_KV_LEN(sizeof(advice))];
 
 	if (!s->torch)
 		return;
@@ -61,25 +62,30 @@ static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
 		guard_stop__torch_verdict(s),
 		s->torch_v.expandable == TORCH_ES_ON ? "on" :
 		s->torch_v.expandable == TORCH_ES_OFF ? "off" : "unknown");
-	if (s->torch_v.advice)
-		fprintf(f, "torch_advice %s\n",
-			torch_out__advice(&s->torch_v, &g->sites, advice, sizeof(advice)));
+	if (!s->torch_v.advice)
+		return;
+	/* The advice names call sites' frames. */
+	torch_out__advice(&s->torch_v, &g->sites, advice, sizeof(advice));
+	fprintf(f, "torch_advice %s\n", esc__kv(advice, text, sizeof(text)));
 }
 
+/* "KEY VALUE" lines; a value a name went into is quoted and escaped (esc__kv()). */
 static int write_event(struct guard *g, const struct guard_stop *s, const char *dir)
 {
 	FILE *f = create(dir, "event.txt");
-	char a[32];
+	char a[32], comm[ESC_KV_LEN(sizeof(s->comm))], cg[ESC_KV_LEN(sizeof(s->cgroup))];
+	char detail[ESC_KV_LEN(sizeof(s->detail))], site[ESC_KV_LEN(sizeof(s->top_site))];
 
 	if (!f)
 		return -errno;
 	fprintf(f, "time %lld\npid %u\ncomm %s\ncgroup %s\nreason %s\ndetail %s\n"
 		"action %s\n%s %s\ngpu_host_bytes %llu\ntop_site %s\n",
-		(long long)s->when, s->pid, s->comm, s->cgroup[0] ? s->cgroup : "-",
-		guard_reason__name(s->reason), s->detail,
+		(long long)s->when, s->pid, esc__kv(s->comm, comm, sizeof(comm)),
+		esc__kv(s->cgroup[0] ? s->cgroup : "-", cg, sizeof(cg)),
+		guard_reason__name(s->reason), esc__kv(s->detail, detail, sizeof(detail)),
 		s->dry ? "dry-run" : guard_act__name(s->action), guard_metric__name(s->metric),
 		fmt_bytes(s->metric_bytes, a, sizeof(a)), (unsigned long long)s->held,
-		s->top_site);
+		esc__kv(s->top_site, site, sizeof(site)));
 	write_torch(g, s, f);
 	return finish(f);
 }
@@ -96,10 +102,10 @@ static void print_sites(struct guard *g, FILE *f)
 	for (i = 0; i < g->sites.n; i++) {
 		if (!v[i]->held_count)
 			continue;
-		fprintf(f, "%10s %6llu  %s  (%s taken in all)\n",
-			fmt_bytes(v[i]->held_host, a, sizeof(a)),
-			(unsigned long long)v[i]->held_count, v[i]->key,
-			fmt_bytes(v[i]->host_taken, b, sizeof(b)));
+		fprintf(f, "%10s %6llu  ", fmt_bytes(v[i]->held_host, a, sizeof(a)),
+			(unsigned long long)v[i]->held_count);
+		esc__term_f(f, v[i]->key);
+		fprintf(f, "  (%s taken in all)\n", fmt_bytes(v[i]->host_taken, b, sizeof(b)));
 	}
 	free(v);
 }

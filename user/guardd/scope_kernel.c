@@ -22,6 +22,7 @@
 #include <bpf/libbpf.h>
 #include "guardd/guard.h"
 #include "guard/kernel.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
 
@@ -90,7 +91,7 @@ static int name_running(struct guard *g)
 
 void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r)
 {
-	char comm[TASK_COMM_LEN + 1];
+	char comm[TASK_COMM_LEN + 1], e[ESC_TERM_LEN(TASK_COMM_LEN)];
 	int err;
 
 	if (!g->opt.cfg.scope.spec || g->opt.cfg.scope.kind != UMT_SCOPE_COMM)
@@ -99,7 +100,8 @@ void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r)
 	comm[TASK_COMM_LEN] = '\0';
 	err = name_verdict(g, comm);
 	if (err)
-		wlog("guard: cannot keep the scope of \"%s\": %s", comm, strerror(-err));
+		wlog("guard: cannot keep the scope of \"%s\": %s", esc__term(comm, e, sizeof(e)),
+		     strerror(-err));
 }
 
 int guard__setup_scope(struct guard *g)

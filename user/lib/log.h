@@ -3,9 +3,10 @@
  * user/lib: the bottom layer, what every other folder may use and which
  * uses nothing of umtrace: the log (log.c), the clock and the page size
  * (sys.c), numbers and byte counts (units.c), JSON strings (json.c),
- * /proc readers (procfs.c, meminfo.c, numa.c), files made safely and
- * written off a loop (out_file.c, file_writer.c), and the tables others
- * build on (strtab.c, hashtab.c, pid_table.c).
+ * untrusted names escaped for every other format (escape.c), /proc
+ * readers (procfs.c, meminfo.c, numa.c), files made safely and written
+ * off a loop (out_file.c, file_writer.c), and the tables others build on
+ * (strtab.c, hashtab.c, pid_table.c).
  */
 /*
  * Diagnostics go to stderr, data to stdout.

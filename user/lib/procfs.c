@@ -105,19 +105,23 @@ char proc__state(pid_t pid)
 
 bool proc__comm(pid_t pid, char *buf, size_t len)
 {
-	char path[64];
+	char path[64], name[80];
 	FILE *f;
-	bool ok;
+	size_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
 		return false;
-	ok = fgets(buf, (int)len, f) != NULL;
+	/* Read whole: a name may hold a newline; only the kernel's, the last, goes. */
+	n = fread(name, 1, sizeof(name), f);
 	fclose(f);
-	if (ok)
-		buf[strcspn(buf, "\n")] = '\0';
-	return ok;
+	if (!n)
+		return false;
+	if (name[n - 1] == '\n')
+		n--;
+	snprintf(buf, len, "%.*s", (int)n, name);
+	return true;
 }
 
 int proc__environ_find(const char *env, size_t env_len, const char *name, char *buf,

@@ -11,7 +11,10 @@
 int proc__cgroup(pid_t pid, char *buf, size_t len);
 /* 'T' (stopped), 't', 'R', 'S', 'D', 'Z'...; 0 if the process is gone. */
 char proc__state(pid_t pid);
-/* Its name (its main thread's comm), without the newline; false if gone. */
+/*
+ * Its name (its main thread's comm), without the newline the kernel ends
+ * it with (one inside the name stays: escape it at the sink); false if gone.
+ */
 bool proc__comm(pid_t pid, char *buf, size_t len);
 
 /*

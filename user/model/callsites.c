@@ -52,10 +52,21 @@ const char *callsites__frame_name(const struct sym_frame *f, char *buf, size_t l
 	return buf;
 }
 
+/*
+ * ';' joins a key's frames and flame__add_site() splits it there again: one
+ * inside a name (a perf map can hold any) would make it two frames.
+ */
+static void semicolons_out(char *s)
+{
+	for (; *s; s++)
+		if (*s == ';')
+			*s = ':';
+}
+
 static void build_key(const struct sym_frame *frames, size_t n, char *key, size_t len)
 {
 	char buf[512];
-	size_t i, used = 0;
+	size_t i, used = 0, name;
 
 	key[0] = '\0';
 	for (i = 0; i < n && used < len; i++) {
@@ -64,6 +75,9 @@ static void build_key(const struct sym_frame *frames, size_t n, char *key, size_
 
 		if (w < 0)
 			break;
+		name = used + (i ? 1 : 0);
+		if (name < len)
+			semicolons_out(key + name);
 		used += (size_t)w;
 	}
 }

@@ -19,7 +19,12 @@
 
 struct callsite {
 	uint32_t id;		/* 1.., 0 means none */
-	char *key;		/* "frame;frame;..." innermost first */
+	/*
+	 * "frame;frame;..." innermost first, each frame its function's name
+	 * (or module+0xOFFSET), with a ';' in a name written ':' so that the
+	 * key splits back into its frames.
+	 */
+	char *key;
 	char **frames;		/* one printable name per frame */
 	size_t n_frames;
 	/*

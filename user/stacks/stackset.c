@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "lib/escape.h"
 #include "lib/hashtab.h"
 #include "lib/strtab.h"
 #include "stacks/stackset.h"
@@ -83,38 +84,14 @@ int stack_metric__parse(const char *s, enum stack_metric *m)
 	return -EINVAL;
 }
 
-/* Length of the valid UTF-8 character at s, or 0 for an invalid byte. */
-static size_t utf8_len(const unsigned char *s)
+/*
+ * utf8__len(), but 0 for U+FFFE and U+FFFF too: not characters XML
+ * allows, even escaped.
+ */
+static size_t xml_char_len(const unsigned char *s)
 {
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n, i;
+	size_t n = utf8__len(s);
 
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		if (s[0] == 0xe0)
-			lo = 0xa0;	/* overlong */
-		else if (s[0] == 0xed)
-			hi = 0x9f;	/* UTF-16 surrogates */
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		if (s[0] == 0xf0)
-			lo = 0x90;	/* overlong */
-		else if (s[0] == 0xf4)
-			hi = 0x8f;	/* past U+10FFFF */
-	} else {
-		return 0;
-	}
-	/* A NUL fails these tests, so nothing past the string is read. */
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (i = 2; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	/* U+FFFE and U+FFFF: not characters XML allows, even escaped. */
 	if (n == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
 		return 0;
 	return n;
@@ -129,7 +106,7 @@ size_t text__clean(char *dst, size_t len, const char *src)
 		return 0;
 	while (*s) {
 		const char *rep = (const char *)s;
-		size_t n = utf8_len(s), rn = n;
+		size_t n = xml_char_len(s), rn = n;
 
 		if (n == 1 && (*s < 0x20 || *s == 0x7f)) {
 			rep = " ";
