@@ -50,7 +50,8 @@ static void test_bad_files(void)
 	CHECK_EQ(resolve_all("/nonexistent/libcuda.so.1", offs, &why), -ENOENT, "missing");
 	CHECK_EQ(resolve_all("/proc/self/status", offs, &why), -ENOEXEC, "not ELF");
 	CHECK(why != NULL, "reason", "no reason given");
-	CHECK_EQ(resolve_all("/", offs, &why), -ENOEXEC, "directory");
+	CHECK_EQ(resolve_all("/", offs, &why), -EINVAL, "directory");
+	CHECK_EQ(resolve_all("/dev/null", offs, &why), -EINVAL, "a device is never read");
 	/* An ELF file without the symbols: found nothing, no error. */
 	CHECK_EQ(resolve_all("/proc/self/exe", offs, &why), 0, "no cuda symbols");
 }

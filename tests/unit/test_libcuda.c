@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "check.h"
 #include "attach/libcuda.h"
+#include "lib/out_file.h"
 
 static void test_kinds(void)
 {
@@ -27,8 +33,8 @@ static void test_scan_finds_own_loader(void)
 	n = libcuda_set__scan_pid(&set, getpid());
 	CHECK_EQ(n, 1, "one loader");
 	CHECK_EQ(libcuda_set__count(&set, LIB_LOADER), 1, "counted");
-	CHECK(set.n == 1 && strstr(set.libs[0].path, "/ld-") != NULL, "path", "%s",
-	      set.n ? set.libs[0].path : "(none)");
+	CHECK(set.n == 1 && strstr(set.libs[0].name, "/ld-") != NULL, "path", "%s",
+	      set.n ? set.libs[0].name : "(none)");
 	/* The same file again is not new. */
 	CHECK_EQ(libcuda_set__scan_pid(&set, getpid()), 0, "again");
 	libcuda_set__free(&set);
@@ -38,9 +44,81 @@ static void test_scan_finds_own_loader(void)
 	libcuda_set__free(&set);
 }
 
+/*
+ * Found is what is read and probed: the set holds the file open, and the
+ * path it hands out is that open file, whatever happens to the path.
+ */
+static void test_found_file_is_held(void)
+{
+	char dir[] = "/tmp/umtrace-test-libcuda-XXXXXX", path[256], moved[256], buf[32];
+	struct libcuda_set set = {};
+	struct stat a, b;
+	const char *file;
+	int fd;
+
+	if (!mkdtemp(dir))
+		return;
+	snprintf(path, sizeof(path), "%s/libcuda.so.1", dir);
+	snprintf(moved, sizeof(moved), "%s/old", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ(libcuda_set__add(&set, path, LIB_CUDA), 1, "added");
+	stat(path, &a);
+	/* The path now names another file. */
+	rename(path, moved);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	if (fd >= 0)
+		close(fd);
+	file = set.n ? libcuda__file(&set.libs[0], buf, sizeof(buf)) : NULL;
+	CHECK(file && !strncmp(file, "/proc/self/fd/", 14) && !stat(file, &b) &&
+	      b.st_ino == a.st_ino, "the file found", "%s", file ? file : "(none)");
+	if (set.n)
+		libcuda__close(&set.libs[0]);
+	CHECK(set.n && !libcuda__file(&set.libs[0], buf, sizeof(buf)), "closed", "still open");
+	libcuda_set__free(&set);
+	unlink(path);
+	unlink(moved);
+	rmdir(dir);
+}
+
+/* A path a process names is resolved in its root: no link, no FIFO, no device. */
+static void test_open_in_root(void)
+{
+	char dir[] = "/tmp/umtrace-test-inroot-XXXXXX", file[256], link[256], fifo[256];
+	struct stat st;
+	int fd;
+
+	if (!mkdtemp(dir))
+		return;
+	snprintf(file, sizeof(file), "%s/lib.so", dir);
+	snprintf(link, sizeof(link), "%s/link.so", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	fd = open(file, O_WRONLY | O_CREAT, 0644);
+	if (fd >= 0)
+		close(fd);
+	if (symlink("/etc/passwd", link) || mkfifo(fifo, 0600))
+		printf("  cannot make the link or the FIFO\n");
+	fd = file__open_in_root(getpid(), file, &st);
+	CHECK(fd >= 0 && S_ISREG(st.st_mode), "a file", "%d", fd);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ(file__open_in_root(getpid(), link, &st), -ELOOP, "a link is not followed");
+	CHECK_EQ(file__open_in_root(getpid(), fifo, &st), -EINVAL, "a FIFO: refused, at once");
+	CHECK_EQ(file__open_in_root(getpid(), "/dev/null", &st), -EINVAL, "a device");
+	CHECK_EQ(file__open_in_root(getpid(), dir, &st), -EINVAL, "a directory");
+	CHECK_EQ(file__open_in_root(0x7ffffff0, file, &st), -ENOENT, "no such process");
+	unlink(file);
+	unlink(link);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_kinds);
 	RUN_SUBTEST(test_scan_finds_own_loader);
+	RUN_SUBTEST(test_found_file_is_held);
+	RUN_SUBTEST(test_open_in_root);
 	return CHECK_EXIT();
 }

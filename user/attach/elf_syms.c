@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <string.h>
@@ -127,6 +128,7 @@ static int scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, sym_fn fn, void *c
 static int scan_file(const char *path, sym_fn fn, void *ctx, const char **why)
 {
 	Elf_Scn *scn = NULL;
+	struct stat st;
 	GElf_Ehdr eh;
 	Elf *elf;
 	int fd, found = 0, err = 0;
@@ -136,11 +138,17 @@ static int scan_file(const char *path, sym_fn fn, void *ctx, const char **why)
 		*why = "libelf initialisation failed";
 		return -EINVAL;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never a FIFO's open that blocks, nor a device's driver behind a path. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		err = -errno;
 		*why = strerror(errno);
 		return err;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		close(fd);
+		return -EINVAL;
 	}
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {

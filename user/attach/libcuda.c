@@ -2,13 +2,16 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "attach/libcuda.h"
+#include "lib/escape.h"
 #include "lib/log.h"
+#include "lib/out_file.h"
 
 /* Where NVIDIA's installers and container runtimes put the driver library. */
 static const char *const driver_dirs[] = {
@@ -45,38 +48,71 @@ static bool wanted(const struct libcuda_set *set, enum lib_kind kind)
 	return !(set->skip & (1U << kind));
 }
 
-int libcuda_set__add(struct libcuda_set *set, const char *path, enum lib_kind kind)
+/* Keep fd (of st, found as path) in the set, or close it: 1, 0 (known), -errno. */
+static int add_open(struct libcuda_set *set, int fd, const struct stat *st, const char *path,
+		    enum lib_kind kind)
 {
 	struct libcuda *lib;
-	struct stat st;
 	size_t i;
 
-	if (stat(path, &st))
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EISDIR;
-	for (i = 0; i < set->n; i++)
-		if (set->libs[i].dev == st.st_dev && set->libs[i].ino == st.st_ino &&
-		    set->libs[i].kind == kind)
+	for (i = 0; i < set->n; i++) {
+		if (set->libs[i].dev == st->st_dev && set->libs[i].ino == st->st_ino &&
+		    set->libs[i].kind == kind) {
+			close(fd);
 			return 0;
-	if (strlen(path) >= sizeof(lib->path))
-		return -ENAMETOOLONG;
+		}
+	}
 	if (set->n == set->cap) {
 		size_t cap = set->cap ? set->cap * 2 : 8;
 		struct libcuda *v = realloc(set->libs, cap * sizeof(*v));
 
-		if (!v)
+		if (!v) {
+			close(fd);
 			return -ENOMEM;
+		}
 		set->libs = v;
 		set->cap = cap;
 	}
 	lib = &set->libs[set->n++];
 	memset(lib, 0, sizeof(*lib));
-	strcpy(lib->path, path);
+	/* A container names its files as it likes. */
+	esc__term(path, lib->name, sizeof(lib->name));
+	lib->fd = fd;
 	lib->kind = kind;
-	lib->dev = st.st_dev;
-	lib->ino = st.st_ino;
+	lib->dev = st->st_dev;
+	lib->ino = st->st_ino;
 	return 1;
+}
+
+/* A path of the operator's or of this host's: any regular file, links followed. */
+int libcuda_set__add(struct libcuda_set *set, const char *path, enum lib_kind kind)
+{
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EISDIR;
+	}
+	return add_open(set, fd, &st, path, kind);
+}
+
+const char *libcuda__file(const struct libcuda *lib, char *buf, size_t len)
+{
+	if (lib->fd < 0)
+		return NULL;
+	snprintf(buf, len, "/proc/self/fd/%d", lib->fd);
+	return buf;
+}
+
+void libcuda__close(struct libcuda *lib)
+{
+	if (lib->fd >= 0)
+		close(lib->fd);
+	lib->fd = -1;
 }
 
 static void add_from_dir(struct libcuda_set *set, const char *dir, enum lib_kind kind)
@@ -169,32 +205,40 @@ int lib_kind__of(const char *path)
 }
 
 /*
- * The file a maps line names, as this process can open it. Containers see
- * their own files: the path through /proc/PID/root. A chroot under this
- * root is shown from here (the kernel writes the path as the reader sees
- * it): the path as it is. The one whose inode is the line's.
+ * The file a maps line names, opened. Containers see their own files: the
+ * path inside /proc/PID/root, never following a symlink there (the path
+ * the kernel wrote has none; one planted since could lead to a host
+ * file). A chroot under this root is shown from here (the kernel writes
+ * the path as the reader sees it): the path in our root, the same way.
+ * The one whose inode is the line's, when the line could give one.
  */
-static int mapped_path(const char *pid, const char *file, unsigned long ino,
-		       char *out, size_t len)
+static int mapped_open(const char *pid, const char *file, unsigned long ino, struct stat *st,
+		       char *found, size_t len)
 {
-	struct stat st;
+	pid_t roots[2] = { (pid_t)atoi(pid), 0 };
+	int i, fd;
 
-	if (snprintf(out, len, "/proc/%s/root%s", pid, file) < (int)len &&
-	    !stat(out, &st) && st.st_ino == ino)
-		return 0;
-	if (snprintf(out, len, "%s", file) < (int)len && !stat(out, &st) && st.st_ino == ino)
-		return 0;
-	/* A line we could not read the inode of: the container's path. */
-	if (!ino && snprintf(out, len, "/proc/%s/root%s", pid, file) < (int)len)
-		return 0;
+	for (i = 0; i < 2; i++) {
+		fd = file__open_in_root(roots[i], file, st);
+		if (fd >= 0 && (!ino || st->st_ino == ino)) {
+			if (roots[i])
+				snprintf(found, len, "/proc/%s/root%s", pid, file);
+			else
+				snprintf(found, len, "%s", file);
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	return -ENOENT;
 }
 
 static int scan_maps(struct libcuda_set *set, const char *pid)
 {
 	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64];
-	int added = 0, kind;
+	int added = 0, kind, fd;
 	unsigned long ino;
+	struct stat st;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
@@ -214,10 +258,11 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 		/* address perms offset dev inode path */
 		if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1)
 			ino = 0;
-		if (mapped_path(pid, file, ino, lib, sizeof(lib)))
+		fd = mapped_open(pid, file, ino, &st, lib, sizeof(lib));
+		if (fd < 0)
 			continue;
-		if (libcuda_set__add(set, lib, kind) > 0) {
-			vlog("found %s mapped by pid %s", lib, pid);
+		if (add_open(set, fd, &st, lib, kind) > 0) {
+			vlog("found %s mapped by pid %s", set->libs[set->n - 1].name, pid);
 			added++;
 		}
 	}
@@ -263,6 +308,10 @@ size_t libcuda_set__count(const struct libcuda_set *set, enum lib_kind kind)
 
 void libcuda_set__free(struct libcuda_set *set)
 {
+	size_t i;
+
+	for (i = 0; i < set->n; i++)
+		libcuda__close(&set->libs[i]);
 	free(set->libs);
 	memset(set, 0, sizeof(*set));
 }

@@ -5,6 +5,12 @@
  * a file (an inode), not to a path, so the set is keyed by device, inode
  * and kind: the same library seen through many /proc/PID/root paths is
  * probed once.
+ *
+ * A library found in a container is the container's file: the path is
+ * resolved once, inside the container's root, and the file is kept open
+ * until it is probed, so that what is read (its symbols) and what is
+ * probed are the file found, whatever the container does to the path
+ * meanwhile (libcuda__file).
  */
 #ifndef UMTRACE_LIBCUDA_H
 #define UMTRACE_LIBCUDA_H
@@ -22,7 +28,8 @@ enum lib_kind {
 };
 
 struct libcuda {
-	char path[PATH_MAX];
+	char name[PATH_MAX];	/* the path found, in the terminal form: for messages */
+	int fd;			/* the file, until probed; -1 after */
 	enum lib_kind kind;
 	dev_t dev;
 	ino_t ino;
@@ -39,6 +46,13 @@ struct libcuda_set {
 
 /* 1 if added, 0 if already known, -errno if the path cannot be used. */
 int libcuda_set__add(struct libcuda_set *set, const char *path, enum lib_kind kind);
+/*
+ * The path to read and probe lib by: its open file (/proc/self/fd/N),
+ * which the kernel resolves to that very file; NULL once closed.
+ */
+const char *libcuda__file(const struct libcuda *lib, char *buf, size_t len);
+/* Done with reading and probing it: its file is closed. */
+void libcuda__close(struct libcuda *lib);
 /*
  * The dynamic linker cache and LD_LIBRARY_PATH, for libcuda the usual
  * driver places, for the loader its usual paths.

@@ -12,6 +12,7 @@
 #include "model/cuda_api.h"
 #include "attach/elf_syms.h"
 #include "attach/torch.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "attach/probes.h"
 #include "umtrace.h"
@@ -338,7 +339,7 @@ static bool seen_offset(const uint64_t *offs, unsigned int i)
 	return false;
 }
 
-int probes__attach_lib(struct probes *p, const char *path, bool discovered)
+int probes__attach_lib(struct probes *p, const char *file, const char *name, bool discovered)
 {
 	const char *names[UMT_API__COUNT];
 	uint64_t offs[UMT_API__COUNT], at[UMT_API__COUNT], cookies[UMT_API__COUNT];
@@ -349,19 +350,19 @@ int probes__attach_lib(struct probes *p, const char *path, bool discovered)
 
 	for (i = 0; i < UMT_API__COUNT; i++)
 		names[i] = cuda_api__name(i);
-	found = elf_syms__resolve(path, names, UMT_API__COUNT, offs, &why);
+	found = elf_syms__resolve(file, names, UMT_API__COUNT, offs, &why);
 	/* Found in a process that has exited (or a container gone) since. */
 	if (found == -ENOENT && discovered) {
-		vlog("%s: %s", path, why);
+		vlog("%s: %s", name, why);
 		return found;
 	}
 	if (found < 0) {
-		elog("%s: %s", path, why);
+		elog("%s: %s", name, why);
 		return found;
 	}
 	for (i = 0; i < UMT_API__COUNT; i++) {
 		if (!offs[i]) {
-			vlog("%s: no %s", path, names[i]);
+			vlog("%s: no %s", name, names[i]);
 			continue;
 		}
 		if (seen_offset(offs, i))
@@ -371,25 +372,27 @@ int probes__attach_lib(struct probes *p, const char *path, bool discovered)
 	}
 	if (!n)
 		return 0;
-	err = attach_at(p, p->skel->progs.gpu_call_entry, path, at, cookies, n, false);
+	err = attach_at(p, p->skel->progs.gpu_call_entry, file, at, cookies, n, false);
 	if (!err)
-		err = attach_at(p, p->skel->progs.gpu_call_return, path, at, cookies, n, true);
+		err = attach_at(p, p->skel->progs.gpu_call_return, file, at, cookies, n, true);
 	if (err) {
-		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
+		elog("%s: cannot attach uprobes: %s", name, strerror(-err));
 		return err;
 	}
-	vlog("%s: %zu of %d entry points probed", path, n, UMT_API__COUNT);
+	vlog("%s: %zu of %d entry points probed", name, n, UMT_API__COUNT);
 	return (int)n;
 }
 
 /* PyTorch's hook has a few forms at most: 8 names leave room for aliases. */
 #define TORCH_MAX_FORMS 8
 
-int probes__attach_torch(struct probes *p, const char *path, bool discovered)
+int probes__attach_torch(struct probes *p, const char *file, const char *name,
+			 bool discovered)
 {
 	struct elf_sym_hit hits[TORCH_MAX_FORMS];
 	uint64_t offs[TORCH_MAX_FORMS], cookies[TORCH_MAX_FORMS];
 	struct bpf_program *prog = p->skel->progs.torch_hook;
+	char shown[ESC_TERM_LEN(sizeof(hits[0].name))];
 	const char *why;
 	int found, i, err;
 	unsigned int n = 0;
@@ -397,18 +400,19 @@ int probes__attach_torch(struct probes *p, const char *path, bool discovered)
 
 	if (!bpf_program__autoload(prog))
 		return 0;
-	found = elf_syms__find_prefix(path, TORCH_HOOK_PREFIX, hits, TORCH_MAX_FORMS, &why);
+	found = elf_syms__find_prefix(file, TORCH_HOOK_PREFIX, hits, TORCH_MAX_FORMS, &why);
 	if (found < 0) {
 		if (found == -ENOENT && discovered)
-			vlog("%s: %s", path, why);
+			vlog("%s: %s", name, why);
 		else
-			elog("%s: %s", path, why);
+			elog("%s: %s", name, why);
 		return found;
 	}
 	for (i = 0; i < found; i++) {
 		ck = torch_hook__cookie(hits[i].name);
 		if (ck < 0) {
-			vlog("%s: %s: not a form of the hook umtrace knows", path, hits[i].name);
+			vlog("%s: %s: not a form of the hook umtrace knows", name,
+			     esc__term(hits[i].name, shown, sizeof(shown)));
 			continue;
 		}
 		offs[n] = hits[i].offset;
@@ -418,9 +422,9 @@ int probes__attach_torch(struct probes *p, const char *path, bool discovered)
 	}
 	if (!n)
 		return 0;
-	err = attach_at(p, prog, path, offs, cookies, n, false);
+	err = attach_at(p, prog, file, offs, cookies, n, false);
 	if (err) {
-		elog("%s: cannot attach uprobes: %s", path, strerror(-err));
+		elog("%s: cannot attach uprobes: %s", name, strerror(-err));
 		return err;
 	}
 	return (int)n;

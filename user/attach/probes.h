@@ -73,15 +73,17 @@ int probes__check_env(void);
 int probes__load(struct probes *p, const struct probe_cfg *cfg);
 int probes__attach_kernel(struct probes *p);
 /*
- * Attach to every probed symbol the library defines; returns how many.
+ * Attach to every probed symbol the library file defines; returns how
+ * many. name is the file as messages call it (terminal text already).
  * discovered: found in a process's mappings, so it may be gone already.
  */
-int probes__attach_lib(struct probes *p, const char *path, bool discovered);
+int probes__attach_lib(struct probes *p, const char *file, const char *name, bool discovered);
 /*
  * Attach PyTorch's allocator hook to every form of it a libc10 file
  * defines (attach/torch.h); returns how many, 0 if none, or -errno.
  */
-int probes__attach_torch(struct probes *p, const char *path, bool discovered);
+int probes__attach_torch(struct probes *p, const char *file, const char *name,
+			 bool discovered);
 /*
  * The dynamic loader's debugger hook (_dl_debug_state) in path, for
  * lib_events: 1 if probed, 0 if the file has none, or -errno.

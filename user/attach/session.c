@@ -154,31 +154,36 @@ static int find_libs(struct session *s)
 static int attach_one(struct session *s, struct libcuda *lib)
 {
 	bool explicit = !looks_for(s, lib->kind);
+	const char *name = lib->name;
+	char buf[32];
+	const char *file = libcuda__file(lib, buf, sizeof(buf));
 	int n;
 
+	if (!file)
+		return 0;
 	if (lib->kind == LIB_LOADER) {
-		n = probes__attach_loader(&s->probes, lib->path);
+		n = probes__attach_loader(&s->probes, file);
 		if (n < 0)
-			vlog("%s: cannot probe the loader: %s", lib->path, strerror(-n));
+			vlog("%s: cannot probe the loader: %s", name, strerror(-n));
 		lib->n_probed = n > 0 ? n : 0;
 		return 0;
 	}
 	if (lib->kind == LIB_C10) {
-		n = probes__attach_torch(&s->probes, lib->path, !explicit);
+		n = probes__attach_torch(&s->probes, file, name, !explicit);
 		if (n == 0 && explicit) {
-			elog("%s: defines no form of c10::reportMemoryUsageToProfiler", lib->path);
+			elog("%s: defines no form of c10::reportMemoryUsageToProfiler", name);
 			return -ENOENT;
 		}
 		if (n == 0)
-			vlog("%s: defines no form of c10::reportMemoryUsageToProfiler", lib->path);
+			vlog("%s: defines no form of c10::reportMemoryUsageToProfiler", name);
 	} else {
-		n = probes__attach_lib(&s->probes, lib->path, !explicit);
+		n = probes__attach_lib(&s->probes, file, name, !explicit);
 		if (n == 0 && explicit) {
-			elog("%s: defines none of the CUDA allocation entry points", lib->path);
+			elog("%s: defines none of the CUDA allocation entry points", name);
 			return -ENOENT;
 		}
 		if (n == 0)
-			wlog("%s: defines none of the CUDA allocation entry points", lib->path);
+			wlog("%s: defines none of the CUDA allocation entry points", name);
 	}
 	lib->n_probed = n > 0 ? n : 0;
 	return n < 0 && explicit ? n : 0;
@@ -197,6 +202,8 @@ static int attach_new_libs(struct session *s)
 			continue;
 		lib->probed = true;
 		err = attach_one(s, lib);
+		/* A uprobe holds its file: ours would only keep a container's mount busy. */
+		libcuda__close(lib);
 		if (err)
 			return err;
 	}
@@ -208,12 +215,12 @@ static int attach_new_libs(struct session *s)
 			continue;
 		if (lib->kind == LIB_LOADER)
 			vlog("watching the dynamic loader %s for libraries mapped later",
-			     lib->path);
+			     lib->name);
 		else if (lib->kind == LIB_C10)
 			elog("probing PyTorch's allocator hook (%d form%s) in %s",
-			     lib->n_probed, lib->n_probed > 1 ? "s" : "", lib->path);
+			     lib->n_probed, lib->n_probed > 1 ? "s" : "", lib->name);
 		else
-			elog("probing %d entry points in %s", lib->n_probed, lib->path);
+			elog("probing %d entry points in %s", lib->n_probed, lib->name);
 		lib->said = true;
 	}
 	return 0;

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
 #include "lib/out_file.h"
 
 #define TMP_TRIES 100
@@ -213,26 +215,49 @@ int file__make_parent(const char *path)
 	return err;
 }
 
-/*
- * Open path only if it is a regular file, without following it into a
- * device or a FIFO: the stat comes first, the fstat proves the file did
- * not change in between.
- */
-int file__open_regular(const char *path, struct stat *st)
+static int openat2_nofollow(int dir, const char *path)
 {
-	struct stat a, b;
-	int fd;
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS,
+	};
+	long fd = syscall(SYS_openat2, dir, path, &how, sizeof(how));
 
-	if (stat(path, &a))
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/*
+ * Where openat2 is refused (a seccomp profile from before Linux 5.6):
+ * the last component at least is never followed.
+ */
+static int open_nofollow(int dir, const char *path)
+{
+	int fd = openat(dir, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int file__open_in_root(pid_t pid, const char *path, struct stat *st)
+{
+	char root[32];
+	struct stat b;
+	int dir, fd;
+
+	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", (int)pid);
+	dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
 		return -errno;
-	if (!S_ISREG(a.st_mode))
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	while (*path == '/')
+		path++;
+	fd = openat2_nofollow(dir, path);
+	if (fd == -ENOSYS || fd == -EPERM)
+		fd = open_nofollow(dir, path);
+	close(dir);
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &b) || b.st_dev != a.st_dev || b.st_ino != a.st_ino) {
+		return fd;
+	if (fstat(fd, &b) || !S_ISREG(b.st_mode)) {
 		close(fd);
-		return -EAGAIN;
+		return -EINVAL;
 	}
 	if (st)
 		*st = b;

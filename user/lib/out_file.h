@@ -46,11 +46,17 @@ int out_file__replace(const char *path, const void *buf, size_t len, mode_t mode
 int file__make_parent(const char *path);
 
 struct stat;
+
 /*
- * Open path for reading only if it is a regular file (never a device or
- * a FIFO planted there); *st, if given, is the file's stat. fd or -errno
- * (-EAGAIN: it changed between the stat and the open).
+ * Open a path a traced process names (a /proc/PID/maps line: a path as
+ * the kernel writes it, with no symlink in it) inside that process's
+ * root, /proc/PID/root, for reading, only if it is a regular file. The
+ * process's files are its own to arrange: the path is resolved as if
+ * that root were /, a symlink anywhere in it is refused rather than
+ * followed (one could lead out, to a file of the host), and a FIFO never
+ * blocks the open. pid 0: the path in our own root, the same way. fd or
+ * -errno (-ELOOP: a symlink on the way).
  */
-int file__open_regular(const char *path, struct stat *st);
+int file__open_in_root(pid_t pid, const char *path, struct stat *st);
 
 #endif /* UMTRACE_OUT_FILE_H */

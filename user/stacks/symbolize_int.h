@@ -60,6 +60,7 @@ struct map_range {
 struct perf_map {
 	struct perf_ent *ents;
 	size_t n, cap;
+	size_t name_bytes;	/* held by the names, at most PERF_MAP_MAX_BYTES */
 	off_t read_off;
 	uint64_t dev, ino;
 	uint64_t checked_ns;

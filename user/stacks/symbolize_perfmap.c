@@ -19,6 +19,8 @@
 
 #define PERF_MAP_MAX_ENTS	(1U << 20)
 #define PERF_MAP_MAX_LINE	4096
+/* The process writes the map: what its names may cost us, in all. */
+#define PERF_MAP_MAX_BYTES	(64U << 20)
 
 /* The pid the process knows itself by: it names its perf map with it. */
 static uint32_t read_nspid(uint32_t pid)
@@ -86,7 +88,8 @@ static int perf_map_add(struct perf_map *pm, char *line)
 		return -EINVAL;
 	name = end + strspn(end, " ");
 	name[strcspn(name, "\n")] = '\0';
-	if (!*name || pm->n >= PERF_MAP_MAX_ENTS)
+	if (!*name || pm->n >= PERF_MAP_MAX_ENTS ||
+	    pm->name_bytes + strlen(name) + 1 > PERF_MAP_MAX_BYTES)
 		return -EINVAL;
 	if (pm->n == pm->cap) {
 		size_t cap = pm->cap ? pm->cap * 2 : 256;
@@ -101,6 +104,7 @@ static int perf_map_add(struct perf_map *pm, char *line)
 	e->name = strdup(name);
 	if (!e->name)
 		return -ENOMEM;
+	pm->name_bytes += strlen(name) + 1;
 	e->start = start;
 	e->end = start + size;
 	e->seq = pm->n++;
@@ -152,10 +156,27 @@ void perf_map__clear(struct perf_map *pm)
 	for (i = 0; i < pm->n; i++)
 		free(pm->ents[i].name);
 	pm->n = 0;
+	pm->name_bytes = 0;
 	pm->read_off = 0;
 }
 
 /* Pick up what the process appended since; at most once per REFRESH_NS. */
+/*
+ * /tmp is anyone's: a map is the process's own only if its owner wrote
+ * it, or root did, as perf asks. Another user's file there would name
+ * the frames of a process not theirs.
+ */
+static bool map_owner_ok(uint32_t pid, const struct stat *map)
+{
+	char path[32];
+	struct stat proc;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	if (stat(path, &proc))
+		return false;
+	return map->st_uid == 0 || map->st_uid == proc.st_uid;
+}
+
 static bool perf_map_refresh(struct sym_proc *p)
 {
 	struct perf_map *pm = &p->pm;
@@ -172,15 +193,16 @@ static bool perf_map_refresh(struct sym_proc *p)
 	pm->checked_ns = now;
 	if (!p->nspid)
 		p->nspid = read_nspid(p->pid);
-	snprintf(path, sizeof(path), "/proc/%u/root/tmp/perf-%u.map", p->pid,
-		 p->nspid);
-	fd = file__open_regular(path, &st);
-	if ((fd == -EACCES || fd == -EPERM) && p->nspid == p->pid) {
-		snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->pid);
-		fd = file__open_regular(path, &st);
-	}
+	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
+	fd = file__open_in_root((pid_t)p->pid, path, &st);
+	if ((fd == -EACCES || fd == -EPERM) && p->nspid == p->pid)
+		fd = file__open_in_root(0, path, &st);
 	if (fd < 0)
 		return false;
+	if (!map_owner_ok(p->pid, &st)) {
+		close(fd);
+		return false;
+	}
 	if (st.st_dev != pm->dev || st.st_ino != pm->ino ||
 	    st.st_size < pm->read_off) {
 		perf_map__clear(pm);	/* a new file, or rewritten */

@@ -35,9 +35,11 @@
 
 /*
  * A path from /proc/PID/maps belongs to the process's mount namespace:
- * open it under /proc/PID/root. Fall back to the path as it is only when
- * that directory may not be entered (we are not root), which is right
- * for a process that shares our root and harmless otherwise.
+ * open it under /proc/PID/root, as if that were /, never through a
+ * symlink (file__open_in_root: the process arranges its own files). Fall
+ * back to the path as it is only when that directory may not be entered
+ * (we are not root), which is right for a process that shares our root
+ * and harmless otherwise.
  */
 static int open_in_root(uint32_t pid, const char *path, char **opened,
 			struct stat *st)
@@ -49,10 +51,10 @@ static int open_in_root(uint32_t pid, const char *path, char **opened,
 	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path) >=
 	    (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	fd = file__open_regular(buf, st);
+	fd = file__open_in_root((pid_t)pid, path, st);
 	if (fd == -EACCES || fd == -EPERM) {
 		used = path;
-		fd = file__open_regular(path, st);
+		fd = file__open_in_root(0, path, st);
 	}
 	if (fd < 0 || !opened)
 		return fd;
