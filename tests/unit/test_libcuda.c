@@ -9,6 +9,7 @@
 #include "check.h"
 #include "attach/libcuda.h"
 #include "lib/out_file.h"
+#include "lib/procfs.h"
 
 static void test_kinds(void)
 {
@@ -114,11 +115,35 @@ static void test_open_in_root(void)
 	rmdir(dir);
 }
 
+/* A file a process serves (FUSE) is found from mountinfo alone, never opened. */
+static void test_fuse_is_never_touched(void)
+{
+	static const char mi[] =
+		"22 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+		"30 22 0:40 / /home/u/mnt rw - fuse.sshfs u@h: rw\n"
+		"31 30 8:1 /x /home/u/mnt/inner rw - ext4 /dev/sda1 rw\n"
+		"32 22 0:41 / /my\\040dir rw - fuse /dev/fuse rw\n"
+		"33 22 0:42 / /opt rw - fuse /dev/fuse rw\n"
+		"34 22 8:1 / /opt rw - ext4 /dev/sda1 rw\n";
+
+	CHECK(!proc__mountinfo_on_fuse(mi, "/usr/lib/libcuda.so.1"), "ext4", "fuse");
+	CHECK(proc__mountinfo_on_fuse(mi, "/home/u/mnt/libcuda.so.1"), "under fuse", "not");
+	CHECK(!proc__mountinfo_on_fuse(mi, "/home/u/mntx/libcuda.so.1"), "a longer name",
+	      "fuse");
+	CHECK(!proc__mountinfo_on_fuse(mi, "/home/u/mnt/inner/libcuda.so.1"),
+	      "a mount on top, inside it", "fuse");
+	CHECK(proc__mountinfo_on_fuse(mi, "/my dir/libc10.so"), "an escaped mount point", "not");
+	CHECK(!proc__mountinfo_on_fuse(mi, "/opt/libcuda.so.1"), "the mount on top wins",
+	      "fuse");
+	CHECK(!proc__path_on_fuse(getpid(), "/tmp"), "this process", "fuse");
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_kinds);
 	RUN_SUBTEST(test_scan_finds_own_loader);
 	RUN_SUBTEST(test_found_file_is_held);
 	RUN_SUBTEST(test_open_in_root);
+	RUN_SUBTEST(test_fuse_is_never_touched);
 	return CHECK_EXIT();
 }

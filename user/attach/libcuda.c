@@ -12,6 +12,7 @@
 #include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/out_file.h"
+#include "lib/procfs.h"
 
 /* Where NVIDIA's installers and container runtimes put the driver library. */
 static const char *const driver_dirs[] = {
@@ -211,6 +212,7 @@ int lib_kind__of(const char *path)
  * file). A chroot under this root is shown from here (the kernel writes
  * the path as the reader sees it): the path in our root, the same way.
  * The one whose inode is the line's, when the line could give one.
+ * Never a file on FUSE (proc__path_on_fuse).
  */
 static int mapped_open(const char *pid, const char *file, unsigned long ino, struct stat *st,
 		       char *found, size_t len)
@@ -219,6 +221,8 @@ static int mapped_open(const char *pid, const char *file, unsigned long ino, str
 	int i, fd;
 
 	for (i = 0; i < 2; i++) {
+		if (proc__path_on_fuse(roots[i] ? roots[i] : getpid(), file))
+			continue;	/* a process serves it: it may never answer */
 		fd = file__open_in_root(roots[i], file, st);
 		if (fd >= 0 && (!ino || st->st_ino == ino)) {
 			if (roots[i])

@@ -188,3 +188,70 @@ const char *cgroup2__root(void)
 	fclose(f);
 	return root[0] ? root : NULL;
 }
+
+/* mountinfo's octal escapes (\040 for a space) read back, in place. */
+static void unoctal(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0'));
+			s += 3;
+			continue;
+		}
+		*o++ = *s;
+	}
+	*o = '\0';
+}
+
+/* The length of mnt if it holds path ("/" holds all, "/a" holds "/a/b"), else 0. */
+static size_t holds(const char *mnt, const char *path)
+{
+	size_t n = strlen(mnt);
+
+	if (n == 1 && mnt[0] == '/')
+		return 1;
+	if (strncmp(path, mnt, n) || (path[n] && path[n] != '/'))
+		return 0;
+	return n;
+}
+
+bool proc__mountinfo_on_fuse(const char *mountinfo, const char *path)
+{
+	char mnt[4096], fstype[64];
+	const char *line, *dash;
+	size_t best = 0, n;
+	bool fuse = false;
+
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS... - FSTYPE SOURCE SUPER" */
+	for (line = mountinfo; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+		dash = strstr(line, " - ");
+		if (!dash || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(dash + 3, "%63s", fstype) != 1)
+			continue;
+		unoctal(mnt);
+		n = holds(mnt, path);
+		if (n && n >= best) {
+			best = n;
+			fuse = !strncmp(fstype, "fuse", 4);
+		}
+	}
+	return fuse;
+}
+
+bool proc__path_on_fuse(pid_t pid, const char *path)
+{
+	char file[64], *text;
+	size_t len;
+	bool fuse;
+
+	snprintf(file, sizeof(file), "/proc/%d/mountinfo", (int)pid);
+	text = proc__read_file(file, &len);
+	if (!text)
+		return false;
+	fuse = proc__mountinfo_on_fuse(text, path);
+	free(text);
+	return fuse;
+}

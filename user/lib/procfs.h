@@ -28,6 +28,18 @@ int proc__environ_find(const char *env, size_t env_len, const char *name, char *
 		       size_t len);
 
 /*
+ * path (as /proc/PID/maps names it) lies on a FUSE filesystem in the
+ * process's mount namespace: the longest mount point of its mountinfo
+ * that holds it is fuse's. Such a file is served by a process, perhaps
+ * the traced one: any lookup, open or read of it may wait as long as that
+ * process likes, so it is never touched. Decided from /proc alone. A
+ * mountinfo that cannot be read says nothing: false.
+ */
+bool proc__path_on_fuse(pid_t pid, const char *path);
+/* The same over a mountinfo file's text. */
+bool proc__mountinfo_on_fuse(const char *mountinfo, const char *path);
+
+/*
  * Where cgroup v2 is mounted: /sys/fs/cgroup on unified hosts,
  * /sys/fs/cgroup/unified on hybrid ones; NULL if nowhere.
  */

@@ -51,6 +51,8 @@ static int open_in_root(uint32_t pid, const char *path, char **opened,
 	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path) >=
 	    (int)sizeof(buf))
 		return -ENAMETOOLONG;
+	if (proc__path_on_fuse((pid_t)pid, path))
+		return -EPERM;	/* a process serves it: it may never answer */
 	fd = file__open_in_root((pid_t)pid, path, st);
 	if (fd == -EACCES || fd == -EPERM) {
 		used = path;
