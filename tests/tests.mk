@@ -22,7 +22,8 @@ TEST_PROGS := $(FAKECUDA_LIB) $(UMT_TESTS_OUT)/alloc_mix \
 	$(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/fakecuda_selftest \
 	$(UMT_TESTS_OUT)/nofp_chain $(UMT_TESTS_OUT)/pagehog \
 	$(UMT_TESTS_OUT)/lifecycle $(UMT_TESTS_OUT)/dlcycle \
-	$(UMT_TESTS_OUT)/realcuda_calls $(UMT_TESTS_OUT)/compact_call
+	$(UMT_TESTS_OUT)/realcuda_calls $(UMT_TESTS_OUT)/compact_call \
+	$(UMT_TESTS_OUT)/hostile
 
 # The fake must keep default symbol visibility and semantic interposition
 # (no -Bsymbolic, no -fno-semantic-interposition): cuMemAllocFromPoolAsync
@@ -41,8 +42,10 @@ $(FAKECUDA_LIB): $(UMT_FAKECUDA_DIR)/fake_libcuda.c \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -pthread -o $@ $< $(UMT_FAKECUDA_LDFLAGS)
 
-# compact_call: compaction inside a GPU call (test_trace).
-$(UMT_TESTS_OUT)/alloc_mix $(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/compact_call: \
+# compact_call: compaction inside a GPU call (test_trace); hostile: a job
+# whose name and symbols test_hostile patches into an attacker's bytes.
+$(UMT_TESTS_OUT)/alloc_mix $(UMT_TESTS_OUT)/demo $(UMT_TESTS_OUT)/compact_call \
+$(UMT_TESTS_OUT)/hostile: \
 		$(UMT_TESTS_OUT)/%: $(UMT_WORKLOADS_DIR)/%.c \
 		$(UMT_FAKECUDA_DIR)/cuda_fake.h $(FAKECUDA_LIB)
 	@mkdir -p $(@D)

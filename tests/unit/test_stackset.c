@@ -118,6 +118,9 @@ static void test_text_clean(void)
 	CHECK(!strcmp(b, "plain name"), "plain", "%s", b);
 	text__clean(b, sizeof(b), "a\nb\tc\x7f");
 	CHECK(!strcmp(b, "a b c "), "controls", "%s", b);
+	/* C1 (xterm's CSI) and a bidi override: one space each, the rest kept. */
+	CHECK_EQ(text__clean(b, sizeof(b), "a\xc2\x9b" "b\xe2\x80\xae" "c\xe2"), 8, "length");
+	CHECK(!strcmp(b, "a b c\xef\xbf\xbd"), "C1 and bidi", "%s", b);
 	text__clean(b, sizeof(b), "caf\xc3\xa9 \xe2\x82\xac");
 	CHECK(!strcmp(b, "caf\xc3\xa9 \xe2\x82\xac"), "utf8 kept", "%s", b);
 	text__clean(b, sizeof(b), "x\xff" "y\xc3");

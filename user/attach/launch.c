@@ -8,18 +8,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "attach/launch.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 
 static void child_run(int rd, char *const argv[])
 {
-	char go;
+	char go, name[ESC_TERM_LEN(256)];
+	int err;
 
 	/* EOF instead of a byte means umtrace gave up: do not run untraced. */
 	if (read(rd, &go, 1) != 1)
 		_exit(127);
 	close(rd);
 	execvp(argv[0], argv);
-	fprintf(stderr, "umtrace: cannot run '%s': %s\n", argv[0], strerror(errno));
+	err = errno;
+	fprintf(stderr, "umtrace: cannot run '%s': %s\n",
+		esc__term(argv[0], name, sizeof(name)), strerror(err));
+	errno = err;
 	_exit(errno == ENOENT ? 127 : 126);
 }
 

@@ -239,7 +239,7 @@ static int mapped_open(const char *pid, const char *file, unsigned long ino, str
 
 static int scan_maps(struct libcuda_set *set, const char *pid)
 {
-	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64];
+	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64], real[PATH_MAX + 256];
 	int added = 0, kind, fd;
 	unsigned long ino;
 	struct stat st;
@@ -262,7 +262,11 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 		/* address perms offset dev inode path */
 		if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1)
 			ino = 0;
-		fd = mapped_open(pid, file, ino, &st, lib, sizeof(lib));
+		fd = -ENOENT;
+		if (proc__maps_path(file, real, sizeof(real)))
+			fd = mapped_open(pid, real, ino, &st, lib, sizeof(lib));
+		if (fd < 0)
+			fd = mapped_open(pid, file, ino, &st, lib, sizeof(lib));
 		if (fd < 0)
 			continue;
 		if (add_open(set, fd, &st, lib, kind) > 0) {

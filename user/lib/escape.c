@@ -36,13 +36,7 @@ size_t utf8__len(const unsigned char *s)
 	return n;
 }
 
-/*
- * A valid character a terminal would act on rather than show: C0, DEL,
- * C1 (U+0080..U+009F: xterm takes U+009B as CSI even in UTF-8), and the
- * bidirectional embeddings, overrides and isolates (U+202A..U+202E,
- * U+2066..U+2069), which make a name read as another.
- */
-static bool is_control(const unsigned char *s, size_t n)
+bool utf8__is_control(const unsigned char *s, size_t n)
 {
 	if (n == 1)
 		return s[0] < 0x20 || s[0] == 0x7f;
@@ -121,7 +115,7 @@ static void put_term(struct sink *k, const char *src, enum term_form form)
 		} else if (!n || (form == TERM_TOKEN && *s == ' ')) {
 			put_hex(k, s, 1);
 			n = 1;
-		} else if (is_control(s, n)) {
+		} else if (utf8__is_control(s, n)) {
 			put_hex(k, s, n);
 		} else {
 			put(k, (const char *)s, n);
@@ -242,14 +236,19 @@ void esc__xml(FILE *f, const char *s)
 
 void esc__folded_frame(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
 
-		if (c == ';')
+	while (*p) {
+		n = utf8__len(p);
+		if (!n)
+			n = 1;	/* cleaned text has none: kept as it is */
+		if (*p == ';')
 			fputc(':', f);
-		else if (c < 0x20 || c == 0x7f)
+		else if (utf8__is_control(p, n))
 			fputc(' ', f);
 		else
-			fputc(c, f);
+			fwrite(p, 1, n, f);
+		p += n;
 	}
 }

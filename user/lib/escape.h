@@ -11,6 +11,7 @@
 #ifndef UMTRACE_ESCAPE_H
 #define UMTRACE_ESCAPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -21,6 +22,14 @@
  * a NUL.
  */
 size_t utf8__len(const unsigned char *s);
+/*
+ * The valid character of n bytes at s is one a terminal or a browser
+ * acts on rather than shows: C0, DEL, C1 (U+0080..U+009F: xterm takes
+ * U+009B as CSI even in UTF-8), and the bidirectional embeddings,
+ * overrides and isolates (U+202A..U+202E, U+2066..U+2069), which make a
+ * name read as another. Every format leaves them out, each its own way.
+ */
+bool utf8__is_control(const unsigned char *s, size_t n);
 
 /* Room for n bytes written in the terminal form, whatever they are. */
 #define ESC_TERM_LEN(n) (4 * (n) + 1)
@@ -60,7 +69,10 @@ size_t esc__unescape(const char *src, char *dst, size_t len);
  * A key=value log line's value (the guard's stop lines, the journal):
  * the terminal form in double quotes, with '"' written as \", so the
  * value is one token on one line that no name can end early or forge a
- * key in (logfmt's reading of it gives the terminal form). Returns dst.
+ * key in. Read back as C reads a string (\" a quote, \\ a backslash,
+ * \xNN a byte), it gives the bytes exactly; a logfmt reader, which knows
+ * no \xNN, gives the terminal form with its backslashes undoubled.
+ * Returns dst.
  */
 const char *esc__kv(const char *src, char *dst, size_t len);
 

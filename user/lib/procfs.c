@@ -86,21 +86,25 @@ int proc__cgroup(pid_t pid, char *buf, size_t len)
 
 char proc__state(pid_t pid)
 {
-	char path[64], buf[512], *p, st = 0;
-	FILE *f;
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	/* The comm may hold spaces and parentheses: the state follows the last ')'. */
-	if (fgets(buf, sizeof(buf), f)) {
-		p = strrchr(buf, ')');
-		if (p && p[1] == ' ')
-			st = p[2];
-	}
-	fclose(f);
-	return st;
+	/*
+	 * Read whole, not by line: the comm may hold spaces, parentheses and
+	 * newlines, and the state follows the last ')'.
+	 */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
 }
 
 bool proc__comm(pid_t pid, char *buf, size_t len)
@@ -254,4 +258,24 @@ bool proc__path_on_fuse(pid_t pid, const char *path)
 	fuse = proc__mountinfo_on_fuse(text, path);
 	free(text);
 	return fuse;
+}
+
+bool proc__maps_path(const char *src, char *dst, size_t len)
+{
+	bool changed = false;
+	size_t o = 0;
+
+	if (!len)
+		return false;
+	while (*src && o + 1 < len) {
+		if (!strncmp(src, "\\012", 4)) {
+			dst[o++] = '\n';
+			src += 4;
+			changed = true;
+			continue;
+		}
+		dst[o++] = *src++;
+	}
+	dst[o] = '\0';
+	return changed;
 }

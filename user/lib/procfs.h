@@ -28,6 +28,14 @@ int proc__environ_find(const char *env, size_t env_len, const char *name, char *
 		       size_t len);
 
 /*
+ * The file a /proc/PID/maps path names: the kernel writes a newline in
+ * it as \012 (and nothing else escaped, so a name holding those four
+ * characters reads the same: try the path as it is too). dst gets the
+ * name; true if it differs from src.
+ */
+bool proc__maps_path(const char *src, char *dst, size_t len);
+
+/*
  * path (as /proc/PID/maps names it) lies on a FUSE filesystem in the
  * process's mount namespace: the longest mount point of its mountinfo
  * that holds it is fuse's. Such a file is served by a process, perhaps

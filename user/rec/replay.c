@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "rec/replay.h"
 
@@ -188,7 +190,7 @@ static const struct recording_ops file_ops = {
 
 int replay_view__load(struct replay_view *v, const char *path, const struct replay_opts *o)
 {
-	char warn[320];
+	char warn[320], shown[ESC_TERM_LEN(PATH_MAX)];
 	int err;
 
 	/* The recording host's driver counts, not this one's. */
@@ -200,11 +202,13 @@ int replay_view__load(struct replay_view *v, const char *path, const struct repl
 	v->opts = o;
 	err = recording__replay(path, &file_ops, v, &v->st);
 	v->opts = NULL;
+	/* Recordings come from elsewhere, their names with them. */
+	esc__term(path, shown, sizeof(shown));
 	if (err) {
-		elog("%s: %s", path, v->st.why);
+		elog("%s: %s", shown, v->st.why);
 		return err;
 	}
 	if (replay_stats__warning(&v->st, warn, sizeof(warn)))
-		wlog("%s: %s", path, warn);
+		wlog("%s: %s", shown, warn);
 	return 0;
 }

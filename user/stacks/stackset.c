@@ -108,8 +108,9 @@ size_t text__clean(char *dst, size_t len, const char *src)
 		const char *rep = (const char *)s;
 		size_t n = xml_char_len(s), rn = n;
 
-		if (n == 1 && (*s < 0x20 || *s == 0x7f)) {
+		if (n && utf8__is_control(s, n)) {
 			rep = " ";
+			rn = 1;
 		} else if (!n) {
 			rep = "\xef\xbf\xbd";	/* U+FFFD */
 			rn = 3;

@@ -104,9 +104,10 @@ int stack_metric__parse(const char *s, enum stack_metric *m);
 
 /*
  * Text as every exporter can take it: src copied to dst (len bytes, at
- * least 4), with control characters (below 0x20, and 0x7f) made spaces and
- * invalid UTF-8 (as well as U+FFFE and U+FFFF, which XML forbids) replaced
- * by U+FFFD; cut at a character boundary to fit. Returns the length.
+ * least 4), with control characters (utf8__is_control(): C0, DEL, C1 and
+ * the bidirectional overrides) made spaces and invalid UTF-8 (as well as
+ * U+FFFE and U+FFFF, which XML forbids) replaced by U+FFFD; cut at a
+ * character boundary to fit. Returns the length.
  */
 size_t text__clean(char *dst, size_t len, const char *src);
 

@@ -79,6 +79,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
 		    Dwarf_Addr base, char **file_name, Elf **elfp)
 {
 	struct sym_mod *m = *userdata;
+	char real[PATH_MAX];
 	struct stat st;
 	int fd;
 
@@ -93,7 +94,11 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
 	/* Gone from the file system: nothing to open by name. */
 	if (!m || ends_with(name, " (deleted)"))
 		return -1;
-	fd = open_in_root(m->proc->pid, name, file_name, &st);
+	fd = -1;
+	if (proc__maps_path(name, real, sizeof(real)))
+		fd = open_in_root(m->proc->pid, real, file_name, &st);
+	if (fd < 0)
+		fd = open_in_root(m->proc->pid, name, file_name, &st);
 	if (fd < 0)
 		return -1;
 	m->ident = (struct file_ident){
@@ -340,6 +345,7 @@ static const char *module_basename(const char *name)
 
 struct sym_mod *sym_mod__get(struct symbolizer *s, struct sym_proc *p, Dwfl_Module *mod)
 {
+	char real[PATH_MAX];
 	struct sym_mod *m;
 	const char *name;
 	void **ud;
@@ -352,6 +358,9 @@ struct sym_mod *sym_mod__get(struct symbolizer *s, struct sym_proc *p, Dwfl_Modu
 		return NULL;
 	m->proc = p;
 	m->file = NO_FILE;
+	/* The file's own name: maps writes a newline in it as \012. */
+	if (name && proc__maps_path(name, real, sizeof(real)))
+		name = real;
 	m->base = name ? strtab__intern_str(&s->names, module_basename(name)) : NULL;
 	m->next = p->mods;
 	p->mods = m;
