@@ -38,13 +38,16 @@ UMT_FUZZ_SRCS_recording := user/rec/recording_read.c user/rec/recording_write.c 
 	user/model/cuda_api.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
-	user/guard/scope.c user/lib/procfs.c user/lib/units.c
-UMT_FUZZ_LIBS_config := -linih
+	user/guard/scope.c user/guard/protect.c user/lib/procfs.c user/lib/units.c \
+	user/lib/out_file.c
+# protect.c keeps the kernel side's map too: the skeleton and libbpf.
+UMT_FUZZ_LIBS_config := -linih -lbpf -lelf -lz
+UMT_FUZZ_DEPS_config := $(OUT)/umtrace.skel.h
 # clang 14 counts a designated initializer that leaves a field to zero
 # as missing one (gcc, which builds umtrace, does not).
-UMT_FUZZ_CFLAGS_config := -Wno-missing-field-initializers
+UMT_FUZZ_CFLAGS_config := -Wno-missing-field-initializers -I$(OUT)
 UMT_FUZZ_SRCS_proc := user/lib/meminfo.c user/lib/numa.c user/lib/procfs.c user/lib/log.c \
-	user/lib/sys.c
+	user/lib/sys.c user/lib/out_file.c user/lib/escape.c
 UMT_FUZZ_LIBS_proc := -lz
 UMT_FUZZ_DEPS_proc := user/attach/libcuda.c
 UMT_FUZZ_SRCS_elf := user/attach/elf_syms.c user/model/cuda_api.c

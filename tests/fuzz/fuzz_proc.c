@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * libFuzzer target for the /proc parsers: /proc/meminfo
- * (meminfo__parse), /proc/zoneinfo's per-CPU lists (meminfo__parse_pcp)
- * and /proc/PID/maps as libcuda discovery reads it (user/attach/libcuda.c).
+ * (meminfo__parse), /proc/zoneinfo's per-CPU lists (meminfo__parse_pcp),
+ * /proc/PID/maps as libcuda discovery reads it (user/attach/libcuda.c),
+ * and /proc/PID/mountinfo as the FUSE test reads it (proc__path_on_fuse).
  * The first byte chooses the parser; the rest is the file's text.
  *
  * libcuda.c has no text entry point: its maps reader, scan_maps(), is
@@ -20,6 +21,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "lib/meminfo.h"
+#include "lib/procfs.h"
 
 #include "../../user/attach/libcuda.c"
 
@@ -80,7 +82,7 @@ static void fuzz_maps(const uint8_t *data, size_t size)
 	fclose(f);
 	sink += (uint64_t)scan_maps(&set, pid_arg);
 	for (i = 0; i < set.n; i++)
-		sink += strlen(set.libs[i].path);
+		sink += strlen(set.libs[i].name);
 	libcuda_set__free(&set);
 }
 

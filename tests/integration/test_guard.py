@@ -921,6 +921,61 @@ def test_guard_samples_while_stderr_is_stuck(env):
     assert "guard: would-stop pid=" in err, err[-800:]
 
 
+def test_guard_starts_with_stderr_full(env):
+    """stderr full before the guard's first line (a stuck journald, a
+    reader that stopped): it arms all the same, writes its state file and
+    samples; its lines wait in its queue, and once stderr is read again
+    they come, with how many were dropped. -v makes many lines before it
+    is armed (the verifier's, the loader's)."""
+    import fcntl
+    import threading
+    rd, wr = os.pipe()
+    fcntl.fcntl(wr, 1031, 4096)	# F_SETPIPE_SZ: one page
+    flags = fcntl.fcntl(wr, fcntl.F_GETFL)
+    fcntl.fcntl(wr, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(wr, b"x" * 512)
+    except BlockingIOError:
+        pass
+    fcntl.fcntl(wr, fcntl.F_SETFL, flags)	# the guard's writes may block, as on a stuck stream
+    state = env.tmpfile("stuck.state")
+    if os.path.exists(state):
+        os.unlink(state)
+    p = subprocess.Popen([env.umtrace, "guard", "-v", "--libcuda", env.fake, "--no-pin",
+                          "--state-file", state, "--floor", "256M"],
+                         stdout=subprocess.DEVNULL, stderr=wr)
+    os.close(wr)
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(state):
+            assert p.poll() is None, f"the guard exited: {p.returncode}"
+            assert time.monotonic() < deadline, "no state file: stuck on its log before arming"
+            time.sleep(0.05)
+        status = lambda: json.loads(subprocess.run(
+            [env.umtrace, "status", "--json", "--state-file", state], capture_output=True,
+            text=True, timeout=30).stdout)
+        first = status()["samples"]
+        deadline = time.monotonic() + 30
+        while status()["samples"] < first + 2:
+            assert time.monotonic() < deadline, "the guard does not sample"
+            time.sleep(0.2)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(os.read(rd, 1 << 20)) or
+                                  [got.append(c) for c in iter(lambda: os.read(rd, 65536), b"")])
+        p.send_signal(signal.SIGINT)
+        reader.start()
+        assert p.wait(timeout=30) == 0
+        reader.join(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        os.close(rd)
+    err = b"".join(got).decode(errors="replace")
+    assert "guard: armed" in err, err[-800:]
+    assert re.search(r"\d+ log lines dropped", err), err[-800:]
+
+
 def test_guard_on_stop_hook_after_bundle(env):
     """--on-stop runs once per stop, after the post-mortem bundle is
     complete, with the stop in its environment; both happen in a child, so

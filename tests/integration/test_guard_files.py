@@ -96,7 +96,8 @@ def test_guard_files_systemd_unit(env):
                      text, re.M), "ExecStart"
     caps = re.search(r"^CapabilityBoundingSet=(.*)$", text, re.M).group(1).split()
     assert set(caps) == {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_ADMIN", "CAP_KILL",
-                         "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH", "CAP_SYS_NICE"}, caps
+                         "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH", "CAP_SYS_NICE",
+                         "CAP_IPC_LOCK"}, caps
     for line in ("OOMScoreAdjust=-1000", "MemoryMax=64M", "ProtectSystem=strict",
                  "Documentation=man:umtrace-guard(8)",
                  "NoNewPrivileges=yes", "PrivateTmp=yes", "Restart=on-failure"):

@@ -20,13 +20,14 @@ MIB = 1 << 20
 
 CAP_DAC_READ_SEARCH = 2
 CAP_KILL = 5
+CAP_IPC_LOCK = 14
 CAP_SYS_PTRACE = 19
 CAP_SYS_ADMIN = 21
 CAP_PERFMON = 38
 CAP_BPF = 39
 
 TRACING = {CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH}
-GUARD = TRACING | {CAP_KILL}
+GUARD = TRACING | {CAP_KILL, CAP_IPC_LOCK}
 
 
 def mask(caps):
@@ -223,9 +224,10 @@ def start_guard(env, extra=()):
 
 
 def test_guard_drops_capabilities(env):
-    """The guard keeps the tracing set and CAP_KILL (other users' jobs), and
-    so does its page programs' helper, once it has set its priority (there
-    is one where the kernel's counters are used)."""
+    """The guard keeps the tracing set, CAP_KILL (other users' jobs) and
+    CAP_IPC_LOCK (its memory locked as it grows), and so does its page
+    programs' helper, once it has set its priority and locked its memory
+    (there is one where the kernel's counters are used)."""
     bring_memory_in()
     g = start_guard(env)
     assert_dropped(g.p.pid, expected(GUARD))

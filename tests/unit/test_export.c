@@ -19,7 +19,7 @@
 #include "check.h"
 #include "export/export.h"
 #include "export/timeline.h"
-#include "lib/json.h"
+#include "lib/escape.h"
 #include "stacks/stackset.h"
 
 #define MIB (1ULL << 20)

@@ -217,18 +217,18 @@ int lib_kind__of(const char *path)
 static int mapped_open(const char *pid, const char *file, unsigned long ino, struct stat *st,
 		       char *found, size_t len)
 {
-	pid_t roots[2] = { (pid_t)atoi(pid), 0 };
+	pid_t pids[2] = { (pid_t)atoi(pid), getpid() };
+	char roots[2][PATH_MAX];
 	int i, fd;
 
+	snprintf(roots[0], sizeof(roots[0]), "/proc/%s/root", pid);
+	snprintf(roots[1], sizeof(roots[1]), "/");
 	for (i = 0; i < 2; i++) {
-		if (proc__path_on_fuse(roots[i] ? roots[i] : getpid(), file))
+		if (proc__path_on_fuse(pids[i], file))
 			continue;	/* a process serves it: it may never answer */
-		fd = file__open_in_root(roots[i], file, st);
+		fd = file__open_below(roots[i], file, st);
 		if (fd >= 0 && (!ino || st->st_ino == ino)) {
-			if (roots[i])
-				snprintf(found, len, "/proc/%s/root%s", pid, file);
-			else
-				snprintf(found, len, "%s", file);
+			snprintf(found, len, "%s%s", i ? "" : roots[0], file);
 			return fd;
 		}
 		if (fd >= 0)

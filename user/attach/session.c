@@ -425,8 +425,11 @@ void session__drop_caps(struct session *s)
 		keep[n++] = CAP_SYS_ADMIN;
 	keep[n++] = CAP_SYS_PTRACE;
 	keep[n++] = CAP_DAC_READ_SEARCH;
-	if (s->guard)
+	/* The guard stops jobs, and locks what it maps later (mem__lock). */
+	if (s->guard) {
 		keep[n++] = CAP_KILL;
+		keep[n++] = CAP_IPC_LOCK;
+	}
 	err = caps__drop_to(keep, n);
 	if (err == -EBUSY)
 		wlog("threads started before the probes were attached keep their capabilities");

@@ -18,7 +18,6 @@
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
 #include "lib/escape.h"
-#include "lib/json.h"
 #include "lib/log.h"
 #include "lib/sys.h"
 #include "lib/units.h"

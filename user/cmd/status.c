@@ -19,8 +19,8 @@
 #include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
+#include "lib/sys.h"
 #include "lib/units.h"
-#include "lib/json.h"
 
 enum { OPT_STATE_FILE = 0x100 };
 
@@ -55,6 +55,19 @@ static void print_pages(const struct guard_status *st)
 	if (st->arm_margin && st->arm_late_us)
 		printf(", for looks up to %.1f ms late", st->arm_late_us / 1000.0);
 	printf("; %llu times so far)\n", (unsigned long long)st->arms);
+}
+
+/* Locked, it never waits on a page-in under the very pressure it is for. */
+static void print_memlock(const struct guard_status *st)
+{
+	char b[32];
+
+	printf("memory: daemon locked %s (%s resident)",
+	       mem_lock__name((enum mem_lock)st->memlock),
+	       fmt_bytes(st->resident_bytes, b, sizeof(b)));
+	if (!st->pages_always)
+		printf(", helper locked %s", mem_lock__name((enum mem_lock)st->helper_memlock));
+	printf("\n");
 }
 
 /* Every string of the state file is shown escaped: names went into it. */
@@ -101,6 +114,7 @@ static void print_text(const struct guard_status *st, bool alive)
 	       fmt_bytes((uint64_t)(st->headroom < 0 ? -st->headroom : st->headroom), b,
 			 sizeof(b)), (long long)(now - st->updated));
 	print_pages(st);
+	print_memlock(st);
 	printf("counters: %llu samples, %llu admission checks, %llu kernel stops, "
 	       "%llu policy stops, %llu failed sends, %llu direct reclaims\n",
 	       (unsigned long long)st->samples, (unsigned long long)st->checks,
@@ -148,7 +162,8 @@ static void print_json(const struct guard_status *st, bool alive)
 	       "\"metric_value\":%llu,\"samples\":%llu,\"checks\":%llu,"
 	       "\"kernel_stops\":%llu,\"policy_stops\":%llu,\"send_failed\":%llu,"
 	       "\"reclaims\":%llu,\"page_programs\":\"%s\",\"arm_margin\":%llu,"
-	       "\"arm_late_us\":%llu,\"arms\":%llu,\"stopped\":[",
+	       "\"arm_late_us\":%llu,\"arms\":%llu,\"memlock\":\"%s\","
+	       "\"helper_memlock\":\"%s\",\"resident_bytes\":%llu,\"stopped\":[",
 	       st->dry_run ? "true" : "false", (long long)st->headroom,
 	       (unsigned long long)st->metric_value, (unsigned long long)st->samples,
 	       (unsigned long long)st->checks, (unsigned long long)st->kernel_stops,
@@ -157,7 +172,9 @@ static void print_json(const struct guard_status *st, bool alive)
 	       st->pages_always ? "always" : st->pages_on ? "attached" : "detached",
 	       (unsigned long long)st->arm_margin,
 	       (unsigned long long)st->arm_late_us,
-	       (unsigned long long)st->arms);
+	       (unsigned long long)st->arms, mem_lock__name((enum mem_lock)st->memlock),
+	       mem_lock__name((enum mem_lock)st->helper_memlock),
+	       (unsigned long long)st->resident_bytes);
 	for (i = 0; i < st->n_stopped; i++) {
 		if (i)
 			putchar(',');

@@ -15,7 +15,7 @@
 #include "export/output.h"
 #include "export/proc_pages_out.h"
 #include "export/summary_out.h"
-#include "lib/json.h"
+#include "lib/escape.h"
 #include "lib/log.h"
 #include "model/summary.h"
 

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "export/kthreads_out.h"
 #include "lib/escape.h"
-#include "lib/json.h"
 #include "lib/units.h"
 
 void export_kthreads_text(const struct kthread_row *rows, size_t n, size_t max, FILE *f)

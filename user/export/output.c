@@ -3,7 +3,6 @@
 #include "export/output.h"
 #include "lib/escape.h"
 #include "lib/sys.h"
-#include "lib/json.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
 

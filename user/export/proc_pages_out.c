@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "export/proc_pages_out.h"
 #include "lib/escape.h"
-#include "lib/json.h"
 #include "lib/units.h"
 
 #define MAX_LINES 20

@@ -11,7 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "export/export.h"
-#include "lib/json.h"
+#include "lib/escape.h"
 
 #ifndef UMTRACE_VERSION
 #define UMTRACE_VERSION "unknown"

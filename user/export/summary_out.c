@@ -3,7 +3,6 @@
 #include "export/export.h"
 #include "export/summary_out.h"
 #include "lib/escape.h"
-#include "lib/json.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
 

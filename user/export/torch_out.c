@@ -5,7 +5,6 @@
 #include <string.h>
 #include "export/torch_out.h"
 #include "lib/escape.h"
-#include "lib/json.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"
 

@@ -52,6 +52,8 @@ struct guard_arm_shared {
 	uint64_t last_arm_us;	/* the last attach's own time */
 	bool on;		/* the page programs are attached */
 	bool for_good;		/* attached until the guard exits */
+	int memlock;		/* what the helper could lock (enum mem_lock) */
+	int sched_err;		/* -errno: it runs at normal priority */
 };
 
 enum guard_arm_move {

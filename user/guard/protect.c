@@ -22,6 +22,7 @@
 #include "guard/protect.h"
 #include "guard/scope.h"
 #include "lib/parse.h"
+#include "lib/out_file.h"
 #include "lib/procfs.h"
 #include "lib/units.h"
 #include "umtrace.skel.h"
@@ -30,8 +31,6 @@
 #define COMM_MAX (TASK_COMM_LEN - 1)
 /* include/linux/sched.h */
 #define PF_KTHREAD 0x00200000U
-/* Symlinks followed in one path, as the kernel's MAXSYMLINKS. */
-#define MAX_LINKS 40
 
 /*
  * The way in (sshd: the listener, and its per-connection processes of
@@ -242,147 +241,6 @@ int protect__add_builtins(struct protect_set *ps)
 
 /* --- finding an executable, and trusting it --- */
 
-/* No user but root may change it, or what is in it. */
-static bool root_only_writes(const struct stat *st)
-{
-	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
-}
-
-static const char *describe_owner(const struct stat *st)
-{
-	if (st->st_uid)
-		return "is not owned by root";
-	return "is writable by group or others";
-}
-
-/*
- * One step of the walk: name (a component) in dir. A symlink's target
- * is put in front of the rest (an absolute one restarts at the root),
- * as the kernel would resolve it there. *fd gets the next directory, or
- * the file. 1: go on; 0: the file is open in *fd; -errno: why says.
- */
-struct walk {
-	int root, dir;
-	char rest[PATH_MAX];
-	unsigned int links;
-	char why[PATH_MAX + 64];
-};
-
-static int walk_step(struct walk *w, const char *comp, bool last, int *fd)
-{
-	char target[PATH_MAX], tail[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-
-	if (fstatat(w->dir, comp, &st, AT_SYMLINK_NOFOLLOW)) {
-		snprintf(w->why, sizeof(w->why), "%s: %s", comp, strerror(errno));
-		return -errno;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		/* A link in a directory only root may write was made by root. */
-		n = readlinkat(w->dir, comp, target, sizeof(target) - 1);
-		if (n <= 0 || ++w->links > MAX_LINKS) {
-			snprintf(w->why, sizeof(w->why), "%s: cannot follow the link", comp);
-			return -ELOOP;
-		}
-		target[n] = '\0';
-		snprintf(tail, sizeof(tail), "%s", w->rest);
-		if (snprintf(w->rest, sizeof(w->rest), "%s/%s", target, tail) >=
-		    (int)sizeof(w->rest))
-			return -ENAMETOOLONG;
-		if (target[0] == '/') {
-			close(w->dir);
-			w->dir = dup(w->root);
-			if (w->dir < 0)
-				return -errno;
-		}
-		return 1;
-	}
-	if (!root_only_writes(&st)) {
-		snprintf(w->why, sizeof(w->why), "%s %s", comp, describe_owner(&st));
-		return -EPERM;
-	}
-	if (last && !S_ISREG(st.st_mode)) {
-		snprintf(w->why, sizeof(w->why), "%s is not a regular file", comp);
-		return -EINVAL;
-	}
-	if (!last && !S_ISDIR(st.st_mode)) {
-		snprintf(w->why, sizeof(w->why), "%s is not a directory", comp);
-		return -ENOTDIR;
-	}
-	*fd = openat(w->dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
-	if (*fd < 0) {
-		snprintf(w->why, sizeof(w->why), "%s: %s", comp, strerror(errno));
-		return -errno;
-	}
-	return last ? 0 : 1;
-}
-
-/* The next component of w->rest into comp; false when none is left. */
-static bool next_comp(struct walk *w, char *comp, size_t len, bool *last)
-{
-	char *p = w->rest, *end;
-	size_t n;
-
-	while (*p == '/')
-		p++;
-	if (!*p)
-		return false;
-	end = strchrnul(p, '/');
-	n = (size_t)(end - p) < len - 1 ? (size_t)(end - p) : len - 1;
-	memcpy(comp, p, n);
-	comp[n] = '\0';
-	memmove(w->rest, end, strlen(end) + 1);
-	for (p = w->rest; *p == '/'; p++)
-		;
-	*last = !*p;
-	return true;
-}
-
-/*
- * path (absolute), below root, opened O_PATH the way the kernel would
- * resolve it there, if it and every directory passed through are root's
- * and not writable by group or others. The fd, or -errno with why.
- */
-static int open_trusted(int root, const char *path, char *why, size_t len)
-{
-	struct walk w = { .root = root };
-	char comp[NAME_MAX + 1];
-	struct stat st;
-	bool last;
-	int fd = -1, ret;
-
-	snprintf(w.rest, sizeof(w.rest), "%s", path);
-	if (fstat(root, &st) || !root_only_writes(&st)) {
-		snprintf(why, len, "/ %s", describe_owner(&st));
-		return -EPERM;
-	}
-	w.dir = dup(root);
-	if (w.dir < 0)
-		return -errno;
-	ret = -ENOENT;
-	snprintf(w.why, sizeof(w.why), "no file named");
-	while (next_comp(&w, comp, sizeof(comp), &last)) {
-		if (!strcmp(comp, ".") && !last)
-			continue;
-		ret = walk_step(&w, comp, last, &fd);
-		if (ret <= 0)
-			break;
-		if (fd >= 0) {
-			close(w.dir);
-			w.dir = fd;
-			fd = -1;
-		}
-		ret = -ENOENT;
-	}
-	close(w.dir);
-	if (ret < 0) {
-		snprintf(why, len, "%s", w.why);
-		return ret;
-	}
-	return fd;
-}
-
 /*
  * The kernel's dev_t of the filesystem fd is on (sb->s_dev): the mount's
  * in mountinfo. stat(2)'s st_dev is not it everywhere (btrfs gives a
@@ -448,7 +306,7 @@ static int open_in_root(const struct protect_set *ps, const char *path, const ch
 		snprintf(why, len, "/: %s", strerror(-rfd));
 		return rfd;
 	}
-	fd = open_trusted(rfd, path, why, len);
+	fd = file__open_trusted(rfd, path, why, len);
 	close(rfd);
 	return fd;
 }

@@ -53,6 +53,8 @@ static void write_body(FILE *f, const struct guard_status *st)
 	fprintf(f, "pages_always %" PRIu64 "\npages_on %" PRIu64 "\narm_margin %" PRIu64
 		"\narm_late_us %" PRIu64 "\narms %" PRIu64 "\n", st->pages_always, st->pages_on,
 		st->arm_margin, st->arm_late_us, st->arms);
+	fprintf(f, "memlock %" PRIu64 "\nhelper_memlock %" PRIu64 "\nresident_bytes %" PRIu64
+		"\n", st->memlock, st->helper_memlock, st->resident_bytes);
 	for (i = 0; i < st->n_stopped; i++)
 		write_stopped(f, &st->stopped[i]);
 }
@@ -119,6 +121,7 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 		U(floor), U(low), U(drop), U(auto_resume), U(metric_value), U(checks),
 		U(kernel_stops), U(policy_stops), U(send_failed), U(reclaims), U(samples),
 		U(pages_always), U(pages_on), U(arm_margin), U(arm_late_us), U(arms),
+		U(memlock), U(helper_memlock), U(resident_bytes),
 #undef U
 	};
 	size_t i;

@@ -47,6 +47,8 @@ struct guard_status {
 	 * covers looks up to arm_late_us past their time.
 	 */
 	uint64_t pages_always, pages_on, arm_margin, arm_late_us, arms;
+	/* What the daemon and its helper locked (enum mem_lock); the daemon's resident bytes. */
+	uint64_t memlock, helper_memlock, resident_bytes;
 	size_t n_stopped;
 	struct guard_stopped stopped[GUARD_STATE_MAX_STOPPED];
 };

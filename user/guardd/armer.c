@@ -160,6 +160,7 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned int cpus = online > 0 ? (unsigned int)online : 1, next = GUARD_LOOK_MS;
 	uint64_t due;
+	int err;
 
 	set_helper(g, getpid());
 	signal(SIGINT, SIG_IGN);
@@ -170,9 +171,10 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	pfd.fd = (int)syscall(SYS_pidfd_open, daemon, 0);
 	if (pfd.fd < 0 || getppid() != daemon)
 		orphaned(g, l);
+	/* Nothing written here: a full stderr would hold the looks (act). */
 	if (sched_setscheduler(0, SCHED_FIFO, &sp))
-		vlog("guard: the page programs' helper runs at normal priority: %s",
-		     strerror(errno));
+		g->armer.sh->sched_err = -errno;
+	g->armer.sh->memlock = mem__lock(guard__may_lock_more(), &err);
 	session__drop_caps(&g->session);
 	measure(g, cpus);
 	for (;;) {
@@ -287,6 +289,20 @@ static void say_margin(const struct guard_arm_shared *sh, uint64_t margin, uint6
 		     (unsigned long long)sh->attach_us, GUARD_FASTER);
 }
 
+/* What the helper could not do at its start, said once it looks. */
+static void say_helper(struct guard_armer *a, const struct guard_arm_shared *sh)
+{
+	if (a->helper_said || !__atomic_load_n(&sh->looks, __ATOMIC_ACQUIRE))
+		return;
+	a->helper_said = true;
+	if (sh->sched_err)
+		vlog("guard: the page programs' helper runs at normal priority: %s",
+		     strerror(-sh->sched_err));
+	if (sh->memlock != MEM_LOCK_ALL)
+		wlog("guard: the page programs' helper locked %s of its memory",
+		     mem_lock__name(sh->memlock));
+}
+
 void guard_armer__tick(struct guard *g)
 {
 	struct guard_armer *a = &g->armer;
@@ -315,6 +331,7 @@ void guard_armer__tick(struct guard *g)
 	if (fails != a->fails_said)
 		wlog("guard: cannot attach the page programs (%s): the helper tries again",
 		     strerror(-sh->attach_err));
+	say_helper(a, sh);
 	a->arms_said = arms;
 	a->disarms_said = disarms;
 	a->fails_said = fails;

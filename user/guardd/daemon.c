@@ -11,7 +11,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include "attach/caps.h"
 #include "guardd/guard.h"
 #include "guard/kernel.h"
 #include "lib/escape.h"
@@ -143,11 +145,11 @@ static void log_start(struct guard *g, const char *plat, const char *why)
 	char f[32], l[32], d[32], m[32];
 
 	elog("guard: armed: floor %s, low %s, drop %s per sample, "
-	     "metric %s (%s now), action %s%s, platform %s (%s)",
+	     "metric %s (%s now), action %s%s, platform %s (%s), memory locked: %s",
 	     fmt_bytes(p->floor, f, sizeof(f)), fmt_bytes(p->low, l, sizeof(l)),
 	     fmt_bytes(p->drop, d, sizeof(d)), guard_metric__name(p->metric),
 	     fmt_bytes(g->last_metric, m, sizeof(m)), guard_act__name(g->opt.action),
-	     g->opt.dry_run ? " (dry run)" : "", plat, why);
+	     g->opt.dry_run ? " (dry run)" : "", plat, why, mem_lock__name(g->memlock));
 }
 
 /*
@@ -313,7 +315,7 @@ static void go_async(struct guard *g)
 	 * Lines queue, and the oldest ordinary ones go first when the queue
 	 * is full (a stuck journald, a pipe nobody reads).
 	 */
-	if (log__start_async(GUARD_LOG_LINES))
+	if (log__start_writer())
 		wlog("guard: cannot start the log writer: a slow stderr can stall the guard");
 	g->report.files = file_writer__new();
 	if (!g->report.files)
@@ -349,16 +351,54 @@ static void log_arming(struct guard *g)
 	     (unsigned long long)sh->widenings);
 }
 
-int guard__run(struct guard_opts *o)
+/*
+ * The killer of last resort must not be the first thing the pressure
+ * takes: locked, its looks and its stops never wait on a page-in that
+ * waits on reclaim. What it maps later (threads, tables that grow) is
+ * locked too where locking may grow: it keeps CAP_IPC_LOCK for that
+ * (session__drop_caps); the unit's MemoryMax bounds the whole.
+ */
+bool guard__may_lock_more(void)
 {
-	struct guard *g = guard__new(o);
+	struct rlimit rl;
+
+	return caps__permitted(CAP_IPC_LOCK) ||
+	       (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur == RLIM_INFINITY);
+}
+
+static void lock_memory(struct guard *g)
+{
 	int err;
 
+	g->memlock = mem__lock(guard__may_lock_more(), &err);
+	if (g->memlock == MEM_LOCK_NONE)
+		wlog("guard: cannot lock its memory (%s): under reclaim it may wait on page-ins",
+		     strerror(-err));
+	else if (g->memlock == MEM_LOCK_CURRENT)
+		wlog("guard: memory locked as mapped now, not what it maps later: it lacks "
+		     "CAP_IPC_LOCK and RLIMIT_MEMLOCK is bounded");
+}
+
+int guard__run(struct guard_opts *o)
+{
+	struct guard *g;
+	int err;
+
+	/*
+	 * From its first line the guard never waits for stderr: lines queue
+	 * until the writer starts (go_async, once capabilities are dropped),
+	 * and a stuck journald or a full pipe only costs them.
+	 */
+	if (log__queue(GUARD_LOG_LINES))
+		wlog("guard: cannot queue its log: a slow stderr can stall the guard");
+	g = guard__new(o);
 	if (!g) {
 		elog("out of memory");
 		guard_opts__free(o);
+		log__stop_async(GUARD_FLUSH_MS);
 		return 1;
 	}
+	lock_memory(g);
 	err = guard_sites__init(g);
 	if (!err)
 		err = guard_flight__init(g);
@@ -370,6 +410,7 @@ int guard__run(struct guard_opts *o)
 		guard_pins__remove(&g->pins);
 		session__close(&g->session);
 		guard__free(g);
+		log__stop_async(GUARD_FLUSH_MS);
 		return 1;
 	}
 	go_async(g);

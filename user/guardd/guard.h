@@ -39,6 +39,7 @@
 #include "guard/stop.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"
+#include "lib/sys.h"
 #include "model/callsites.h"
 #include "model/summary.h"
 #include "model/torch.h"
@@ -85,6 +86,7 @@ struct guard_armer {
 	/* what the log has said of the helper's work (guard_armer__tick) */
 	uint64_t arms_said, disarms_said, fails_said;
 	uint64_t margin_said;		/* the last logged; 0: none yet */
+	bool helper_said;		/* its start-up has been told */
 };
 
 struct guard {
@@ -118,6 +120,7 @@ struct guard {
 	uint64_t next_protect_ms;	/* protected files and cgroups looked up again */
 	time_t started;
 	bool exiting;
+	enum mem_lock memlock;		/* what mem__lock() could lock of the daemon */
 	/* conditions that can hold at every sample */
 	struct log_repeat no_victim, no_meminfo, slow_meminfo, no_pin, no_torch;
 };
@@ -128,6 +131,8 @@ void guard_opts__free(struct guard_opts *o);
 
 /* daemon.c: arm, run until SIGINT or SIGTERM, disarm; the exit code. Takes o. */
 int guard__run(struct guard_opts *o);
+/* May what the guard maps later be locked too (CAP_IPC_LOCK, no limit)? */
+bool guard__may_lock_more(void);
 
 /* The state file and metrics from a snapshot of now (guard/report.h). */
 void guard__write_report(struct guard *g);

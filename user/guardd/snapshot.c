@@ -42,7 +42,10 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 		st->arm_late_us = st->arm_margin ?
 			guard_arm__covered_late_us(GUARD_LOOK_MS, g->armer.sh->max_late_us) : 0;
 		st->arms = g->armer.sh->arms;
+		st->helper_memlock = g->armer.pid ? (uint64_t)g->armer.sh->memlock : 0;
 	}
+	st->memlock = g->memlock;
+	st->resident_bytes = mem__resident_bytes();
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
 		struct guard_proc *p = all[i];
 		struct guard_stopped *s;

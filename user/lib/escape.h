@@ -5,8 +5,8 @@
  * is bytes, not text: a name can hold a newline, a quote, a terminal's
  * escape sequence or invalid UTF-8. Each output format has one function
  * here that writes such bytes so that they stay inside their field: no
- * forged line, no split row, no control code on root's terminal. JSON's
- * rule is lib/json.h; every other format's is here, and only here.
+ * forged line, no split row, no control code on root's terminal. Every
+ * format's rule is here, and only here.
  */
 #ifndef UMTRACE_ESCAPE_H
 #define UMTRACE_ESCAPE_H
@@ -98,5 +98,18 @@ void esc__xml_n(FILE *f, const char *s, size_t n);
  * Spaces stay: readers take the count after the last space.
  */
 void esc__folded_frame(FILE *f, const char *s);
+
+/*
+ * s as a quoted JSON string, for bytes from the kernel or /proc (a comm is
+ * bytes, not UTF-8): '"' and '\\' escaped, every byte below 0x20 or from
+ * 0x7f up written as \u00XX, so the line is plain ASCII whatever s holds.
+ */
+void json__string(FILE *f, const char *s);
+/*
+ * The same for s already valid UTF-8 (text__clean() names): bytes from
+ * 0x80 up are kept, so that names read as they were; only '"', '\\' and
+ * control characters (below 0x20, and 0x7f) are escaped.
+ */
+void json__utf8_string(FILE *f, const char *s);
 
 #endif /* UMTRACE_ESCAPE_H */

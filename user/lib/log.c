@@ -27,6 +27,7 @@ static struct {
 	unsigned int cap, head, n;
 	uint64_t unreported;		/* dropped, not yet said */
 	bool async;			/* only the main thread changes it */
+	bool started;			/* the writer runs */
 	bool writing;
 	bool stopping;
 	bool atfork_set;
@@ -166,11 +167,8 @@ static void child_after_fork(void)
 	lq.async = false;
 }
 
-int log__start_async(unsigned int max_lines)
+int log__queue(unsigned int max_lines)
 {
-	sigset_t all, old;
-	int err;
-
 	if (lq.async || !max_lines)
 		return lq.async ? 0 : -EINVAL;
 	lq.q = calloc(max_lines, sizeof(*lq.q));
@@ -181,6 +179,20 @@ int log__start_async(unsigned int max_lines)
 	lq.stopping = false;
 	if (!lq.atfork_set && !pthread_atfork(NULL, NULL, child_after_fork))
 		lq.atfork_set = true;
+	fflush(stderr);
+	lq.async = true;
+	return 0;
+}
+
+int log__start_writer(void)
+{
+	sigset_t all, old;
+	int err;
+
+	if (!lq.async)
+		return -EINVAL;
+	if (lq.started)
+		return 0;
 	/*
 	 * The writer takes no signal: SIGINT and SIGTERM stay the loop's, and
 	 * a reader gone makes write() fail with EPIPE instead of killing us.
@@ -189,14 +201,30 @@ int log__start_async(unsigned int max_lines)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	err = pthread_create(&lq.thread, NULL, writer, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (err) {
-		free(lq.q);
-		lq.q = NULL;
+	if (err)
 		return -err;
-	}
-	fflush(stderr);
-	lq.async = true;
+	lq.started = true;
 	return 0;
+}
+
+int log__start_async(unsigned int max_lines)
+{
+	int err = log__queue(max_lines);
+
+	if (!err)
+		err = log__start_writer();
+	return err;
+}
+
+/* Queued lines with no writer to take them: written here, as before. */
+static void write_queued(void)
+{
+	while (lq.n) {
+		write_all(slot(0)->text, slot(0)->len);
+		free(slot(0)->text);
+		lq.head = (lq.head + 1) % lq.cap;
+		lq.n--;
+	}
 }
 
 uint64_t log__stop_async(unsigned int timeout_ms)
@@ -207,6 +235,13 @@ uint64_t log__stop_async(unsigned int timeout_ms)
 
 	if (!lq.async)
 		return 0;
+	if (!lq.started && log__start_writer()) {
+		lq.async = false;
+		write_queued();
+		free(lq.q);
+		lq.q = NULL;
+		return 0;
+	}
 	clock__deadline(&until, timeout_ms);
 	pthread_mutex_lock(&lq.lock);
 	lq.async = false;	/* lines from now on are written at once */
@@ -226,6 +261,7 @@ uint64_t log__stop_async(unsigned int timeout_ms)
 	} else {
 		pthread_detach(lq.thread);
 	}
+	lq.started = false;
 	return left;
 }
 

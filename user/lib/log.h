@@ -2,8 +2,8 @@
 /*
  * user/lib: the bottom layer, what every other folder may use and which
  * uses nothing of umtrace: the log (log.c), the clock and the page size
- * (sys.c), numbers and byte counts (units.c), JSON strings (json.c),
- * untrusted names escaped for every other format (escape.c), /proc
+ * (sys.c), memory locked (sys.c), numbers and byte counts (units.c),
+ * untrusted names escaped for every output format (escape.c), /proc
  * readers (procfs.c, meminfo.c, numa.c), files made safely and written
  * off a loop (out_file.c, file_writer.c), and the tables others build on
  * (strtab.c, hashtab.c, pid_table.c).
@@ -49,6 +49,15 @@ void log__vprintf(enum log_prio prio, const char *fmt, va_list ap);
 
 /* Queue up to max_lines lines from now on. 0 or -errno (then: as before). */
 int log__start_async(unsigned int max_lines);
+/*
+ * The same in two steps: lines are queued (never written) from
+ * log__queue() on, and written once log__start_writer() has started the
+ * thread that writes them. A daemon queues from its first line and starts
+ * the writer once it has dropped its capabilities, so that the thread
+ * never holds them. 0 or -errno.
+ */
+int log__queue(unsigned int max_lines);
+int log__start_writer(void);
 /*
  * Write what is queued, waiting at most timeout_ms for stderr, and go
  * back to writing at once. Returns how many lines were never written.

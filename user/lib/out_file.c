@@ -11,6 +11,9 @@
 #include <linux/openat2.h>
 #include "lib/out_file.h"
 
+/* Symlinks followed in one path, as the kernel's MAXSYMLINKS. */
+#define MAX_LINKS 40
+
 #define TMP_TRIES 100
 
 static int create_tmp(struct out_file *o, const char *path)
@@ -240,10 +243,16 @@ static int open_nofollow(int dir, const char *path)
 int file__open_in_root(pid_t pid, const char *path, struct stat *st)
 {
 	char root[32];
+
+	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", (int)pid);
+	return file__open_below(root, path, st);
+}
+
+int file__open_below(const char *root, const char *path, struct stat *st)
+{
 	struct stat b;
 	int dir, fd;
 
-	snprintf(root, sizeof(root), pid ? "/proc/%d/root" : "/", (int)pid);
 	dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return -errno;
@@ -261,5 +270,141 @@ int file__open_in_root(pid_t pid, const char *path, struct stat *st)
 	}
 	if (st)
 		*st = b;
+	return fd;
+}
+
+/* No user but root may change it, or what is in it. */
+static bool root_only_writes(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static const char *describe_owner(const struct stat *st)
+{
+	if (st->st_uid)
+		return "is not owned by root";
+	return "is writable by group or others";
+}
+
+/*
+ * One step of the walk: name (a component) in dir. A symlink's target
+ * is put in front of the rest (an absolute one restarts at the root),
+ * as the kernel would resolve it there. *fd gets the next directory, or
+ * the file. 1: go on; 0: the file is open in *fd; -errno: why says.
+ */
+struct walk {
+	int root, dir;
+	char rest[PATH_MAX];
+	unsigned int links;
+	char why[PATH_MAX + 64];
+};
+
+static int walk_step(struct walk *w, const char *comp, bool last, int *fd)
+{
+	char target[PATH_MAX], tail[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(w->dir, comp, &st, AT_SYMLINK_NOFOLLOW)) {
+		snprintf(w->why, sizeof(w->why), "%s: %s", comp, strerror(errno));
+		return -errno;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		/* A link in a directory only root may write was made by root. */
+		n = readlinkat(w->dir, comp, target, sizeof(target) - 1);
+		if (n <= 0 || ++w->links > MAX_LINKS) {
+			snprintf(w->why, sizeof(w->why), "%s: cannot follow the link", comp);
+			return -ELOOP;
+		}
+		target[n] = '\0';
+		snprintf(tail, sizeof(tail), "%s", w->rest);
+		if (snprintf(w->rest, sizeof(w->rest), "%s/%s", target, tail) >=
+		    (int)sizeof(w->rest))
+			return -ENAMETOOLONG;
+		if (target[0] == '/') {
+			close(w->dir);
+			w->dir = dup(w->root);
+			if (w->dir < 0)
+				return -errno;
+		}
+		return 1;
+	}
+	if (!root_only_writes(&st)) {
+		snprintf(w->why, sizeof(w->why), "%s %s", comp, describe_owner(&st));
+		return -EPERM;
+	}
+	if (last && !S_ISREG(st.st_mode)) {
+		snprintf(w->why, sizeof(w->why), "%s is not a regular file", comp);
+		return -EINVAL;
+	}
+	if (!last && !S_ISDIR(st.st_mode)) {
+		snprintf(w->why, sizeof(w->why), "%s is not a directory", comp);
+		return -ENOTDIR;
+	}
+	*fd = openat(w->dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
+	if (*fd < 0) {
+		snprintf(w->why, sizeof(w->why), "%s: %s", comp, strerror(errno));
+		return -errno;
+	}
+	return last ? 0 : 1;
+}
+
+/* The next component of w->rest into comp; false when none is left. */
+static bool next_comp(struct walk *w, char *comp, size_t len, bool *last)
+{
+	char *p = w->rest, *end;
+	size_t n;
+
+	while (*p == '/')
+		p++;
+	if (!*p)
+		return false;
+	end = strchrnul(p, '/');
+	n = (size_t)(end - p) < len - 1 ? (size_t)(end - p) : len - 1;
+	memcpy(comp, p, n);
+	comp[n] = '\0';
+	memmove(w->rest, end, strlen(end) + 1);
+	for (p = w->rest; *p == '/'; p++)
+		;
+	*last = !*p;
+	return true;
+}
+
+int file__open_trusted(int root, const char *path, char *why, size_t len)
+{
+	struct walk w = { .root = root };
+	char comp[NAME_MAX + 1];
+	struct stat st;
+	bool last;
+	int fd = -1, ret;
+
+	snprintf(w.rest, sizeof(w.rest), "%s", path);
+	if (fstat(root, &st) || !root_only_writes(&st)) {
+		snprintf(why, len, "/ %s", describe_owner(&st));
+		return -EPERM;
+	}
+	w.dir = dup(root);
+	if (w.dir < 0)
+		return -errno;
+	ret = -ENOENT;
+	snprintf(w.why, sizeof(w.why), "no file named");
+	while (next_comp(&w, comp, sizeof(comp), &last)) {
+		if (!strcmp(comp, ".") && !last)
+			continue;
+		ret = walk_step(&w, comp, last, &fd);
+		if (ret <= 0)
+			break;
+		if (fd >= 0) {
+			close(w.dir);
+			w.dir = fd;
+			fd = -1;
+		}
+		ret = -ENOENT;
+	}
+	close(w.dir);
+	if (ret < 0) {
+		snprintf(why, len, "%s", w.why);
+		return ret;
+	}
 	return fd;
 }

@@ -4,7 +4,9 @@
  * never an existing file, never reached through a symlink planted there;
  * with --force it is written beside its path and renamed over it, so a
  * reader never sees half of it. A file read is opened only if it is a
- * regular file.
+ * regular file: a traced process's inside its root, through no link
+ * (file__open_in_root); one root's word rests on, only if no other user
+ * could have made it (file__open_trusted).
  */
 #ifndef UMTRACE_OUT_FILE_H
 #define UMTRACE_OUT_FILE_H
@@ -58,5 +60,17 @@ struct stat;
  * -errno (-ELOOP: a symlink on the way).
  */
 int file__open_in_root(pid_t pid, const char *path, struct stat *st);
+/* The same below the directory root ("/proc/PID/root"). */
+int file__open_below(const char *root, const char *path, struct stat *st);
+
+/*
+ * path (absolute), below the directory root, opened O_PATH the way the
+ * kernel would resolve it there, symlinks included (an absolute one from
+ * root again), only if it and every directory passed through are root's
+ * and not writable by group or others: a file no user but root could
+ * have put there or changed. The fd, or -errno with why (the first
+ * component that fails, and how) in why.
+ */
+int file__open_trusted(int root, const char *path, char *why, size_t len);
 
 #endif /* UMTRACE_OUT_FILE_H */

@@ -9,6 +9,7 @@
 #ifndef UMTRACE_SYS_H
 #define UMTRACE_SYS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -44,6 +45,31 @@ static inline void clock__deadline(struct timespec *ts, unsigned int ms)
 		ts->tv_nsec -= 1000000000L;
 	}
 }
+
+/* How much of a process mem__lock() could lock. */
+enum mem_lock {
+	MEM_LOCK_NONE,		/* nothing: mlockall failed */
+	MEM_LOCK_CURRENT,	/* what is mapped now, not what it maps later */
+	MEM_LOCK_ALL,		/* all of it, now and later */
+};
+
+/*
+ * Lock the process's pages in memory as they are touched (MCL_ONFAULT:
+ * not the whole of every mapping up front), so that under reclaim its
+ * code and data never wait on a page-in. With future set, what it maps
+ * later too: only where locking may grow (CAP_IPC_LOCK, or no
+ * RLIMIT_MEMLOCK), since past the limit a later mapping, a thread's
+ * stack, would fail instead. *err gets mlockall's -errno on failure.
+ */
+enum mem_lock mem__lock(bool future, int *err);
+/* "all", "current", "none". */
+const char *mem_lock__name(enum mem_lock l);
+/*
+ * The process's resident bytes (VmRSS), 0 if unknown: what mem__lock()
+ * holds in memory. VmLck counts whole mappings, MCL_ONFAULT's untouched
+ * pages included, which are in no memory at all.
+ */
+uint64_t mem__resident_bytes(void);
 
 /* sysconf's page size, or 4096 where it has none. */
 uint64_t page__size(void);
