@@ -35,6 +35,7 @@ __u64 guard_sample_pages;
 
 __u32 guard_helper;
 __s64 guard_look_room;
+__u64 guard_daemon_ns;
 
 __s64 guard_net;
 __s64 guard_reserved;

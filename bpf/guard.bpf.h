@@ -101,6 +101,11 @@ extern __u64 guard_sample_pages;
  */
 extern __u32 guard_helper;
 extern __s64 guard_look_room;		/* guard_look's answer, pages */
+/*
+ * When the daemon last sampled (bpf_ktime_get_ns): a name's verdict it
+ * has not given yet is worth waiting for only while it is alive.
+ */
+extern __u64 guard_daemon_ns;
 
 /* Kept here, read by user space. */
 extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
@@ -342,7 +347,18 @@ static __always_inline void guard_note_name(__u32 tgid, const char *comm)
 		guard_ask_scope(tgid, &name);
 }
 
-static __always_inline bool guard_in_scope(__u32 tgid, const struct umt_comm_key *name)
+/* The daemon sampled within this: a verdict asked of it will come. */
+#define GUARD_DAEMON_ALIVE_NS	(5 * 1000 * 1000 * 1000ULL)
+
+/*
+ * In scope. A name whose verdict has not come yet (asked at exec, or
+ * now) counts as in scope while the daemon lives, *pending said: held at
+ * its first call if that call would cross, and let go by the daemon if
+ * the answer is out. A kernel side whose daemon died stops no name it
+ * has no verdict for.
+ */
+static __always_inline bool guard_in_scope(__u32 tgid, const struct umt_comm_key *name,
+					   __u64 now, bool *pending)
 {
 	__u8 *verdict;
 
@@ -357,7 +373,10 @@ static __always_inline bool guard_in_scope(__u32 tgid, const struct umt_comm_key
 		verdict = bpf_map_lookup_elem(&guard_scope_comms, name);
 		if (!verdict)
 			guard_ask_scope(tgid, name);
-		return verdict && *verdict == UMT_COMM_IN;
+		if (verdict && *verdict != UMT_COMM_ASKED)
+			return *verdict == UMT_COMM_IN;
+		*pending = now - READ_ONCE(guard_daemon_ns) < GUARD_DAEMON_ALIVE_NS;
+		return *pending;
 	default:
 		return bpf_map_lookup_elem(&gpu_procs, &tgid) != NULL;
 	}
@@ -404,10 +423,11 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	struct umt_comm_key name = {};
 	struct umt_guard_rec *r;
 	__u32 tgid = id >> 32;
+	bool pending = false;
 	long ret = 0;
 
 	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), task->group_leader->comm);
-	if (guard_protected(task, tgid) || !guard_in_scope(tgid, &name))
+	if (guard_protected(task, tgid) || !guard_in_scope(tgid, &name, now, &pending))
 		return false;
 	if (!guard_dry_run && guard_stop_pending(task))
 		return true;
@@ -431,7 +451,7 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	r->headroom_pages = room;
 	r->cost_bytes = cost;
 	r->dry_run = guard_dry_run;
-	r->pad = 0;
+	r->flags = pending ? UMT_GUARD_SCOPE_PENDING : 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	__builtin_memcpy(r->pcomm, name.comm, sizeof(r->pcomm));
 	/* The stop must reach user space now, not at the next batch. */

@@ -249,6 +249,13 @@ struct umt_kthread_pages {
 	char comm[TASK_COMM_LEN];	/* the kernel thread's */
 };
 
+/*
+ * A umt_guard_rec's flags. SCOPE_PENDING: stopped while its name's
+ * --scope comm: verdict was on its way, so that a job is held from its
+ * first call; user space, which has the answer, lets it go if out.
+ */
+#define UMT_GUARD_SCOPE_PENDING	1
+
 /* Why the guard's kernel side stopped a process. */
 enum umt_guard_reason {
 	UMT_GUARD_ADMISSION = 1,	/* a GPU call's host cost would cross the floor */
@@ -353,7 +360,7 @@ struct umt_guard_rec {
 	__s64 headroom_pages;	/* above the floor (LOW for reclaim), before it */
 	__u64 cost_bytes;	/* the call's host cost, or the pages that crossed */
 	__u32 dry_run;		/* nothing was sent */
-	__u32 pad;
+	__u32 flags;		/* UMT_GUARD_* below */
 	char comm[TASK_COMM_LEN];
 	char pcomm[TASK_COMM_LEN];
 };

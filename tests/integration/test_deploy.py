@@ -23,7 +23,7 @@ KUBERNETES_MODELS = "4.5.1"	# scripts/install-deps.sh
 
 # linux/capability.h, for the names the manifest uses.
 CAPS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "KILL": 5, "SYS_PTRACE": 19,
-        "SYS_NICE": 23, "SYS_ADMIN": 21, "PERFMON": 38, "BPF": 39}
+        "SYS_NICE": 23, "IPC_LOCK": 14, "SYS_ADMIN": 21, "PERFMON": 38, "BPF": 39}
 
 
 def path_of(env, parts):

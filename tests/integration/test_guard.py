@@ -355,6 +355,39 @@ def test_guard_comm_scope_from_the_first_call(env):
     assert "gpu_host=0B " in line.group(0), line.group(0)
 
 
+def test_guard_comm_scope_held_until_the_verdict(env):
+    """A daemon too busy to name a new job in time (stopped here, as CPUs
+    all busy would delay it): the kernel side holds every new name's first
+    call that crosses the floor, and once the daemon answers it lets the
+    one out of scope go on, to its end, and keeps the one in it stopped."""
+    d = env.tmpfile("held-bin")
+    os.makedirs(d, exist_ok=True)
+    paths = {}
+    for name in ("gpuhog", "gpuother"):
+        paths[name] = os.path.join(d, name)
+        shutil.copy(env.alloc_mix, paths[name])
+    floor = usable() - 32 * MIB	# a 64 MiB call crosses it
+    g = Guard(env, floor, extra=["--scope", "comm:^gpuhog$", "-v"])
+    g.p.send_signal(signal.SIGSTOP)
+    try:
+        jobs = {n: env.popen([p, "-n", "2", "-s", "64M", "-a", "alloc", "-k", "-o", "/dev/null"])
+                for n, p in paths.items()}
+        for n, j in jobs.items():
+            assert wait_state(j.pid, "T", 4), f"{n} was not held: {state_of(j.pid)}"
+    finally:
+        g.p.send_signal(signal.SIGCONT)
+    other = jobs["gpuother"]
+    assert other.wait(timeout=30) == 0, other.stderr.read()
+    assert state_of(jobs["gpuhog"].pid) == "T", "the job in scope was let go"
+    jobs["gpuhog"].kill()
+    err = g.stop()
+    assert re.search(r"guard: stop pid=%d .*comm=\"gpuhog\"" % jobs["gpuhog"].pid, err), err
+    assert "pid=%d " % other.pid not in err.replace(
+        "let go pid=%d " % other.pid, ""), err[-1500:]
+    assert "guard: let go pid=%d " % other.pid in err, err[-1500:]
+    shutil.rmtree(d)
+
+
 def test_guard_comm_scope_follows_a_rename(env):
     """A process that renames itself into a comm: scope is stopped by the
     page-level backstop; under its old name, out of scope, it was not.

@@ -142,6 +142,8 @@ void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter)
 	if (m > UINT32_MAX || f > UINT32_MAX)
 		m = f = 0;
 	WRITE_ONCE(p->skel->bss->guard_sample_pages, m << 32 | f);
+	/* The daemon lives: a verdict asked of it will come. */
+	WRITE_ONCE(p->skel->bss->guard_daemon_ns, clock__mono_ns());
 }
 
 /*

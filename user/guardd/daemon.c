@@ -82,6 +82,29 @@ static void kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len)
 	}
 }
 
+/*
+ * Held at a call while its name's verdict was on its way: the scope
+ * says now, and a job out of it goes on as if nothing had happened (its
+ * call had not run yet). True if it was let go.
+ */
+static bool let_go(struct guard *g, struct guard_proc *p, const struct umt_guard_rec *r)
+{
+	char comm[ESC_KV_LEN(TASK_COMM_LEN)];
+	int err = 0;
+
+	memcpy(p->comm, r->pcomm, sizeof(p->comm));
+	if (guard__in_scope(g, p))
+		return false;
+	if (!r->dry_run)
+		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGCONT);
+	vlog("guard: let go pid=%u comm=%s: out of scope, held while its name's verdict "
+	     "was on its way%s", p->pid, esc__kv(p->comm, comm, sizeof(comm)),
+	     err ? " (cannot continue it)" : "");
+	if (err)
+		wlog("guard: cannot continue %u, out of scope: %s", p->pid, strerror(-err));
+	return true;
+}
+
 static void on_guard(void *ctx, const struct umt_guard_rec *r)
 {
 	struct guard *g = ctx;
@@ -90,6 +113,8 @@ static void on_guard(void *ctx, const struct umt_guard_rec *r)
 	int err = 0;
 
 	kernel_detail(r, detail, sizeof(detail));
+	if (p && (r->flags & UMT_GUARD_SCOPE_PENDING) && let_go(g, p, r))
+		return;
 	g->kernel_stops++;
 	if (!p) {
 		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid,
@@ -204,6 +229,34 @@ static void kernel_cfg(struct guard *g, enum platform plat)
 	g->kcfg.scope = guard__scope_kind(g);
 }
 
+/*
+ * The killer of last resort must not be the first thing the pressure
+ * takes: locked, its looks and its stops never wait on a page-in that
+ * waits on reclaim. What it maps later (threads, tables that grow) is
+ * locked too where locking may grow: it keeps CAP_IPC_LOCK for that
+ * (session__drop_caps); the unit's MemoryMax bounds the whole.
+ */
+bool guard__may_lock_more(void)
+{
+	struct rlimit rl;
+
+	return caps__permitted(CAP_IPC_LOCK) ||
+	       (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur == RLIM_INFINITY);
+}
+
+static void lock_memory(struct guard *g)
+{
+	int err;
+
+	g->memlock = mem__lock(guard__may_lock_more(), &err);
+	if (g->memlock == MEM_LOCK_NONE)
+		wlog("guard: cannot lock its memory (%s): under reclaim it may wait on page-ins",
+		     strerror(-err));
+	else if (g->memlock == MEM_LOCK_CURRENT)
+		wlog("guard: memory locked as mapped now, not what it maps later: it lacks "
+		     "CAP_IPC_LOCK and RLIMIT_MEMLOCK is bounded");
+}
+
 static int arm(struct guard *g)
 {
 	int64_t error;
@@ -220,6 +273,7 @@ static int arm(struct guard *g)
 	err = session__start(&g->session);
 	if (err)
 		return err;
+	lock_memory(g);
 	err = guard__setup_scope(g);
 	if (!err)
 		err = guard__setup_protect(g);
@@ -351,34 +405,6 @@ static void log_arming(struct guard *g)
 	     (unsigned long long)sh->widenings);
 }
 
-/*
- * The killer of last resort must not be the first thing the pressure
- * takes: locked, its looks and its stops never wait on a page-in that
- * waits on reclaim. What it maps later (threads, tables that grow) is
- * locked too where locking may grow: it keeps CAP_IPC_LOCK for that
- * (session__drop_caps); the unit's MemoryMax bounds the whole.
- */
-bool guard__may_lock_more(void)
-{
-	struct rlimit rl;
-
-	return caps__permitted(CAP_IPC_LOCK) ||
-	       (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur == RLIM_INFINITY);
-}
-
-static void lock_memory(struct guard *g)
-{
-	int err;
-
-	g->memlock = mem__lock(guard__may_lock_more(), &err);
-	if (g->memlock == MEM_LOCK_NONE)
-		wlog("guard: cannot lock its memory (%s): under reclaim it may wait on page-ins",
-		     strerror(-err));
-	else if (g->memlock == MEM_LOCK_CURRENT)
-		wlog("guard: memory locked as mapped now, not what it maps later: it lacks "
-		     "CAP_IPC_LOCK and RLIMIT_MEMLOCK is bounded");
-}
-
 int guard__run(struct guard_opts *o)
 {
 	struct guard *g;
@@ -398,7 +424,6 @@ int guard__run(struct guard_opts *o)
 		log__stop_async(GUARD_FLUSH_MS);
 		return 1;
 	}
-	lock_memory(g);
 	err = guard_sites__init(g);
 	if (!err)
 		err = guard_flight__init(g);
