@@ -659,12 +659,40 @@ def test_guard_killed_sees_memory_freed_after(env):
     assert -80 * MIB <= past <= 16 * MIB, f"{past / MIB:+.1f} MiB past the floor"
 
 
-def page_links():
-    """How many of the page allocator's tracepoint links are attached host-wide."""
-    r = subprocess.run(["bpftool", "link", "list"], capture_output=True, text=True,
-                       timeout=30)
+def bpftool_json(*args):
+    r = subprocess.run(["bpftool", "-j", *args], capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
-    return r.stdout.count("tp 'mm_page_alloc'")
+    return json.loads(r.stdout or "[]")
+
+
+def page_progs(pid):
+    """The ids of the page allocator's programs that process pid (a guard)
+    holds: its own, told apart from another tracer's or another guard's
+    on the same host by the program fds in its /proc/PID/fdinfo."""
+    held = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                m = re.search(r"^prog_id:\s+(\d+)$", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            held.add(int(m.group(1)))
+    ids = {p["id"] for p in bpftool_json("prog", "show") if p.get("name") == "page_alloc"}
+    assert held & ids, f"guard {pid} holds no page_alloc program"
+    return held & ids
+
+
+def page_links(progs):
+    """How many links of those programs are attached."""
+    return sum(1 for link in bpftool_json("link", "list") if link.get("prog_id") in progs)
+
+
+def helper_of(g):
+    r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"], capture_output=True,
+                       text=True)
+    assert r.stdout.strip(), "no helper"
+    return int(r.stdout.split()[0])
 
 
 def wait_status(g, key, want, timeout=20):
@@ -679,8 +707,9 @@ def wait_status(g, key, want, timeout=20):
 
 def far_floor():
     """A floor far enough that the page programs are detached above it:
-    over twice any margin a 2-CPU VM measures (under 1 GiB here)."""
-    return meminfo() - 4 * GIB
+    over twice any margin a 2-CPU VM measures (1.5 GiB here, up to 4 GiB
+    once a look came 60 ms late on a host with every CPU busy)."""
+    return max(meminfo() - 8 * GIB, 2 * GIB)
 
 
 def test_guard_page_hog_from_far_crosses_the_arming(env):
@@ -693,9 +722,9 @@ def test_guard_page_hog_from_far_crosses_the_arming(env):
     floor = far_floor()
     g = Guard(env, floor, extra=["-v", "--scope", "comm:^pagehog$"])
     st = wait_status(g, "page_programs", "detached")
-    assert page_links() == 0, "a page program is attached far from the floor"
+    assert page_links(page_progs(g.p.pid)) == 0, "a page program is attached far from the floor"
     margin = st["arm_margin"]
-    assert 0 < margin < 2 * GIB, st
+    assert 0 < margin < 4 * GIB, st
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4",
                      "-t", to_cross(floor, MIB), "-w", "5000"])
     assert wait_state(hog.pid, "T", 60), f"pagehog not stopped (state {state_of(hog.pid)})"
@@ -724,10 +753,11 @@ def test_guard_killed_while_detached_attaches_the_page_programs(env):
                      to_cross(floor, MIB), "-w", "5000"], stdin=subprocess.PIPE)
     g = Guard(env, floor, extra=["--scope", f"pid:{hog.pid}"])
     wait_status(g, "page_programs", "detached")
+    progs, helper = page_progs(g.p.pid), helper_of(g)
     g.p.kill()
     g.p.wait(timeout=30)
     deadline = time.monotonic() + 10
-    while page_links() != 1:
+    while page_links(progs) != 1:
         assert time.monotonic() < deadline, "the helper did not attach the page programs"
         time.sleep(0.05)
     hog.stdin.write("go\n")
@@ -741,9 +771,37 @@ def test_guard_killed_while_detached_attaches_the_page_programs(env):
     assert stopped, "the orphaned kernel side did not stop the hog"
     print(f"    orphaned, attached by the helper: stopped {past / MIB:+.1f} MiB past the floor")
     assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
-    assert page_links() == 0, "page programs left attached after a clean exit"
-    r = subprocess.run(["pgrep", "-x", "umtrace-arm"], capture_output=True, text=True)
-    assert not r.stdout.strip(), f"helpers left running: {r.stdout}"
+    assert page_links(progs) == 0, "page programs left attached after a clean exit"
+    assert state_of(helper) is None, f"its helper is left running: {state_of(helper)}"
+
+
+def test_guard_orphaned_helper_leaves_a_new_guard_alone(env):
+    """A killed daemon's helper that wakes only after a new guard has
+    replaced the pins (a host busy enough to keep it from running) leaves
+    them alone: its kernel side must not come back beside the new one,
+    which could be a dry run that must stop nothing."""
+    bring_memory_in()
+    floor = far_floor()
+    a = Guard(env, floor)
+    wait_status(a, "page_programs", "detached")
+    progs, helper = page_progs(a.p.pid), helper_of(a)
+    os.kill(helper, signal.SIGSTOP)
+    try:
+        assert wait_state(helper, "T"), f"helper not stopped ({state_of(helper)})"
+        a.p.kill()
+        a.p.wait(timeout=30)
+        b = Guard(env, floor, extra=["--dry-run"])
+        # Its own page programs detached and unpinned: nothing of its is in the way.
+        wait_status(b, "page_programs", "detached")
+    finally:
+        os.kill(helper, signal.SIGCONT)
+    deadline = time.monotonic() + 20
+    while state_of(helper) is not None:
+        assert time.monotonic() < deadline, f"the old helper lingers ({state_of(helper)})"
+        time.sleep(0.02)
+    assert page_links(progs) == 0, "the dead guard's page programs came back"
+    err = b.stop()
+    assert "guard: replacing the kernel side a previous guard left armed" in err, err[-800:]
 
 
 def test_guard_helper_killed_keeps_the_page_programs(env):
@@ -753,20 +811,20 @@ def test_guard_helper_killed_keeps_the_page_programs(env):
     floor = far_floor()
     g = Guard(env, floor)
     wait_status(g, "page_programs", "detached")
-    r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"], capture_output=True,
-                       text=True)
-    assert r.stdout.strip(), "no helper"
-    os.kill(int(r.stdout.split()[0]), signal.SIGKILL)
+    progs = page_progs(g.p.pid)
+    os.kill(helper_of(g), signal.SIGKILL)
     wait_status(g, "page_programs", "always")
-    assert page_links() == 1
+    assert page_links(progs) == 1
     err = g.stop()
     assert "guard: the page programs' helper died (signal 9): they stay attached" in err, err
+    assert page_links(progs) == 0
     g = Guard(env, floor, extra=["--page-programs", "always"])
+    progs = page_progs(g.p.pid)
     time.sleep(1.5)
     st = wait_status(g, "page_programs", "always")
-    assert page_links() == 1, st
+    assert page_links(progs) == 1, st
     g.stop()
-    assert page_links() == 0
+    assert page_links(progs) == 0
 
 
 def test_guard_late_look_widens_the_margin(env):
@@ -780,11 +838,8 @@ def test_guard_late_look_widens_the_margin(env):
     g = Guard(env, floor)
     st = wait_status(g, "page_programs", "detached")
     margin, covered = st["arm_margin"], st["arm_late_us"]
-    assert covered == 10000, st
-    r = subprocess.run(["pgrep", "-P", str(g.p.pid), "-x", "umtrace-arm"], capture_output=True,
-                       text=True)
-    assert r.stdout.strip(), "no helper"
-    helper = int(r.stdout.split()[0])
+    assert covered < 500000, st	# one interval, or what a busy host made it
+    helper = helper_of(g)
     os.kill(helper, signal.SIGSTOP)
     try:
         assert wait_state(helper, "T"), f"helper not stopped ({state_of(helper)})"

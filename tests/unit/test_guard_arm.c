@@ -106,10 +106,32 @@ static void test_fault_rate(void)
 	CHECK(rate > 10 * MIB, "rate", "%llu B/s", (unsigned long long)rate);
 }
 
+/*
+ * A late look is covered at once, and for at least half of
+ * GUARD_LATE_KEEP_MS; once looks have come on time for all of it, the
+ * margin is what it was: a busy while costs a while, not for good.
+ */
+static void test_late_is_forgotten(void)
+{
+	const uint64_t half = GUARD_LATE_KEEP_MS / 2, t0 = 1000;
+	struct guard_late l = {};
+
+	CHECK_EQ(guard_late__note(&l, -3, t0), 0, "early");
+	CHECK_EQ(guard_late__note(&l, 2000, t0 + 10), 2000, "on time enough");
+	CHECK_EQ(guard_late__note(&l, 29800, t0 + 20), 29800, "late: at once");
+	CHECK_EQ(guard_late__note(&l, 100, t0 + 30), 29800, "still covered");
+	CHECK_EQ(guard_late__note(&l, 100, t0 + half + 5), 29800, "in the half after");
+	CHECK_EQ(guard_late__note(&l, 100, t0 + 2 * half + 5), 100, "forgotten after both");
+	CHECK_EQ(guard_late__note(&l, 5000, t0 + 2 * half + 6), 5000, "a new one");
+	/* A long quiet gap (no look: a suspended host) forgets as much. */
+	CHECK_EQ(guard_late__note(&l, 0, t0 + 10 * half), 0, "after a gap");
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_margin);
 	RUN_SUBTEST(test_margin_late);
+	RUN_SUBTEST(test_late_is_forgotten);
 	RUN_SUBTEST(test_attach_near);
 	RUN_SUBTEST(test_attach_without_figure);
 	RUN_SUBTEST(test_detach_hysteresis);

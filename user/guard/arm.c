@@ -21,6 +21,20 @@ uint64_t guard_arm__covered_late_us(unsigned int look_ms, uint64_t late_us)
 	return late_us > look_us ? late_us : look_us;
 }
 
+uint64_t guard_late__note(struct guard_late *l, int64_t late_us, uint64_t now_ms)
+{
+	if (!l->since_ms)
+		l->since_ms = now_ms;
+	while (now_ms - l->since_ms >= GUARD_LATE_KEEP_MS / 2) {
+		l->prev_us = l->cur_us;
+		l->cur_us = 0;
+		l->since_ms += GUARD_LATE_KEEP_MS / 2;
+	}
+	if (late_us > 0 && (uint64_t)late_us > l->cur_us)
+		l->cur_us = (uint64_t)late_us;
+	return l->cur_us > l->prev_us ? l->cur_us : l->prev_us;
+}
+
 uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
 			   uint64_t late_us, uint64_t attach_us)
 {

@@ -14,9 +14,11 @@
  * rate: the fastest one CPU faulted fresh pages at start, 4 KiB or huge
  * pages, in CPU time (so a busy host does not measure slow); attach: what
  * attaching took at start; late: how far past its time a look may come,
- * one interval at first, and the most any look has come past its time
- * once that is more (a vCPU not run, a stall in the kernel: a host that
- * delayed the helper once may do it again, so the margin widens for
+ * one interval at first, and the most any look has come past its time in
+ * the last GUARD_LATE_KEEP_MS once that is more (a vCPU not run, a stall
+ * in the kernel: a host that delayed the helper once may do it again, so
+ * the margin widens at once, and narrows again only once looks have come
+ * on time that long: a host busy for a while pays for it a while, not for
  * good); GUARD_FASTER: the kernel may hand out pages faster than faults
  * take them (page cache, a driver's own loop). It detaches them again
  * when the headroom has stayed over twice the margin for GUARD_FAR_MS.
@@ -36,6 +38,7 @@
 #define GUARD_FASTER		2
 #define GUARD_FAR_MS		1000
 #define GUARD_LOOK_MAX_MS	1000
+#define GUARD_LATE_KEEP_MS	(5 * 60 * 1000)
 
 /* Shared by the daemon and its helper (a MAP_SHARED page). */
 struct guard_arm_shared {
@@ -48,7 +51,9 @@ struct guard_arm_shared {
 	int attach_err;			/* the last failure's -errno */
 	uint64_t looks;
 	uint64_t widenings;	/* looks later than the margin covered */
-	uint64_t max_late_us;	/* the most a look came past its time */
+	uint64_t narrowings;	/* the margin back down, looks on time again */
+	uint64_t max_late_us;	/* the most a look came past its time, ever */
+	uint64_t covered_us;	/* the lateness the margin covers now */
 	uint64_t last_arm_us;	/* the last attach's own time */
 	bool on;		/* the page programs are attached */
 	bool for_good;		/* attached until the guard exits */
@@ -67,6 +72,19 @@ struct guard_arm_state {
 	bool far;		/* attached, and over twice the margin since far_since_ms */
 	uint64_t far_since_ms;
 };
+
+/*
+ * How late looks came lately: the most in this half of GUARD_LATE_KEEP_MS
+ * and in the half before, so that one is remembered for at least half of
+ * it and at most all of it.
+ */
+struct guard_late {
+	uint64_t cur_us, prev_us;
+	uint64_t since_ms;	/* this half began */
+};
+
+/* Note a look late_us past its time at now_ms; the most to remember now. */
+uint64_t guard_late__note(struct guard_late *l, int64_t late_us, uint64_t now_ms);
 
 /* late_us: the most a look came past its time; under one look, one look. */
 uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,

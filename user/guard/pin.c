@@ -11,6 +11,9 @@
 #include <bpf/libbpf.h>
 #include "guard/pin.h"
 #include "lib/log.h"
+#include "umtrace.skel.h"
+
+#define OWNER "owner"
 
 #define BPF_FS_MAGIC_NR 0xcafe4a11
 #define BPF_FS_MOUNT "/sys/fs/bpf"
@@ -120,7 +123,35 @@ int guard_pins__sync(struct guard_pins *gp, struct probes *p)
 		if (err)
 			return err;
 	}
+	if (!gp->owner) {
+		err = guard_pins__pin_fd(gp->dir, OWNER, bpf_map__fd(p->skel->maps.bss));
+		if (err)
+			return err;
+		gp->owner = true;
+	}
 	return 0;
+}
+
+static uint32_t map_id(int fd)
+{
+	struct bpf_map_info info = {};
+	uint32_t len = sizeof(info);
+
+	return fd >= 0 && !bpf_obj_get_info_by_fd(fd, &info, &len) ? info.id : 0;
+}
+
+bool guard_pins__owned(const char *dir, const struct probes *p)
+{
+	char path[4200];
+	uint32_t id;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/" OWNER, dir);
+	fd = bpf_obj_get(path);
+	id = map_id(fd);
+	if (fd >= 0)
+		close(fd);
+	return id && id == map_id(bpf_map__fd(p->skel->maps.bss));
 }
 
 void guard_pins__remove(struct guard_pins *gp)

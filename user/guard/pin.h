@@ -20,6 +20,7 @@
 struct guard_pins {
 	const char *dir;	/* NULL: not pinning */
 	size_t links, multi;	/* pinned so far */
+	bool owner;		/* its "owner" pin is there */
 };
 
 /*
@@ -28,8 +29,18 @@ struct guard_pins {
  * any. 0 or -errno.
  */
 int guard_pins__open(struct guard_pins *gp, const char *dir, bool *stale);
-/* Pin every link made since the last call. 0 or -errno. */
+/*
+ * Pin every link made since the last call, and once the kernel side's
+ * .bss map as "owner": whose the pins are. 0 or -errno.
+ */
 int guard_pins__sync(struct guard_pins *gp, struct probes *p);
+/*
+ * dir's pins are p's kernel side (its "owner" is p's .bss). A helper whose
+ * daemon died asks before it attaches and pins: a new guard may have
+ * replaced the pins meanwhile, and the old kernel side must not come back
+ * beside the new one (a dry run would then stop jobs).
+ */
+bool guard_pins__owned(const char *dir, const struct probes *p);
 /* Unpin all: the kernel side goes when the links close. */
 void guard_pins__remove(struct guard_pins *gp);
 /* Pin (or unpin) one link by name, outside the numbered ones. 0 or -errno. */

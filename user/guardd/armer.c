@@ -44,19 +44,30 @@ static int attach(struct guard *g, struct guard_page_links *l)
 	return err;
 }
 
-/* The daemon is gone: leave a pinned kernel side deciding at every page. */
+/*
+ * The daemon is gone: leave a pinned kernel side deciding at every page,
+ * if the pins are still its own. A new guard that replaced them in the
+ * meantime keeps them: this one's kernel side must not come back beside
+ * it, asked both before and after pinning.
+ */
 static void orphaned(struct guard *g, struct guard_page_links *l)
 {
-	if (!g->pins.dir || !guard_pins__armed(g->pins.dir))
-		_exit(0);	/* a clean exit, or nothing pinned: nothing to keep */
-	if (guard_kernel__pages_pinned(&g->session.probes, g->pins.dir))
+	struct probes *p = &g->session.probes;
+
+	if (!g->pins.dir || !guard_pins__owned(g->pins.dir, p))
+		_exit(0);	/* a clean exit, nothing pinned, or replaced */
+	if (guard_kernel__pages_pinned(p, g->pins.dir))
 		_exit(0);
-	if (attach(g, l))
+	if (attach(g, l)) {
 		wlog("guard: the daemon is gone and the page programs cannot be attached: "
 		     "only GPU calls are checked");
-	else
-		wlog("guard: the daemon is gone: its kernel side stays armed, page programs "
-		     "attached");
+		_exit(0);
+	}
+	if (!guard_pins__owned(g->pins.dir, p)) {
+		guard_kernel__detach_pages(p, l, g->pins.dir);
+		_exit(0);
+	}
+	wlog("guard: the daemon is gone: its kernel side stays armed, page programs attached");
 	_exit(0);
 }
 
@@ -133,21 +144,26 @@ static unsigned int look(struct guard *g, struct guard_page_links *l,
 /*
  * A look came late_us past its time. Past what the margin covered, the
  * margin widens to cover it before this look decides: the next may be as
- * late (guard/arm.h).
+ * late. Once no look has come that late for a while, it narrows back
+ * (guard/arm.h).
  */
-static void note_late(struct guard_arm_shared *sh, int64_t late_us)
+static void note_late(struct guard_arm_shared *sh, struct guard_late *lt, int64_t late_us)
 {
-	uint64_t covered = guard_arm__covered_late_us(GUARD_LOOK_MS, sh->max_late_us);
+	uint64_t was = guard_arm__covered_late_us(GUARD_LOOK_MS, sh->covered_us), now;
 
 	sh->looks++;
-	if (late_us <= 0 || (uint64_t)late_us <= sh->max_late_us)
+	if (late_us > 0 && (uint64_t)late_us > sh->max_late_us)
+		sh->max_late_us = (uint64_t)late_us;
+	sh->covered_us = guard_late__note(lt, late_us, clock__mono_ms());
+	now = guard_arm__covered_late_us(GUARD_LOOK_MS, sh->covered_us);
+	if (sh->for_good || now == was)
 		return;
-	sh->max_late_us = (uint64_t)late_us;
-	if (sh->for_good || (uint64_t)late_us <= covered)
-		return;
-	sh->widenings++;
+	if (now > was)
+		sh->widenings++;
+	else
+		sh->narrowings++;
 	__atomic_store_n(&sh->margin, guard_arm__margin(sh->cpus, sh->rate, GUARD_LOOK_MS,
-							 sh->max_late_us, sh->attach_us),
+							 sh->covered_us, sh->attach_us),
 			 __ATOMIC_RELEASE);
 }
 
@@ -157,6 +173,7 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	struct sched_param sp = { .sched_priority = 1 };
 	struct guard_arm_state st = { .on = true };
 	struct pollfd pfd = { .events = POLLIN };
+	struct guard_late lt = {};
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned int cpus = online > 0 ? (unsigned int)online : 1, next = GUARD_LOOK_MS;
 	uint64_t due;
@@ -181,7 +198,7 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 		due = clock__mono_ns() + next * 1000000ULL;
 		if (poll(&pfd, 1, (int)next) > 0)
 			orphaned(g, l);
-		note_late(g->armer.sh, ((int64_t)clock__mono_ns() - (int64_t)due) / 1000);
+		note_late(g->armer.sh, &lt, ((int64_t)clock__mono_ns() - (int64_t)due) / 1000);
 		next = look(g, l, &st, cpus);
 	}
 }
@@ -279,9 +296,13 @@ static void say_margin(const struct guard_arm_shared *sh, uint64_t margin, uint6
 		wlog("guard: cannot measure the fault rate: page programs stay attached");
 		return;
 	}
-	if (before)
+	if (before && margin < before)
+		elog("guard: looks on time again: the page programs' margin narrows to %s above "
+		     "low, for looks up to %.1f ms late", fmt_bytes(margin, m, sizeof(m)),
+		     guard_arm__covered_late_us(GUARD_LOOK_MS, sh->covered_us) / 1000.0);
+	else if (before)
 		wlog("guard: a look came %.1f ms past its time: the page programs' margin widens to "
-		     "%s above low", sh->max_late_us / 1000.0, fmt_bytes(margin, m, sizeof(m)));
+		     "%s above low", sh->covered_us / 1000.0, fmt_bytes(margin, m, sizeof(m)));
 	else
 		vlog("guard: page programs attached within %s above low: %u CPUs x %s/s x "
 		     "(%u ms + %u ms late + %llu us) x %u", fmt_bytes(margin, m, sizeof(m)),
@@ -312,9 +333,13 @@ void guard_armer__tick(struct guard *g)
 
 	if (!sh || !a->pid)
 		return;
-	/* Widened by a quarter or more: a noisy host's creeping lateness says little. */
+	/*
+	 * Widened by a quarter or more (a noisy host's creeping lateness says
+	 * little), or narrowed back.
+	 */
 	margin = __atomic_load_n(&sh->margin, __ATOMIC_ACQUIRE);
-	if (margin && (!a->margin_said || margin - a->margin_said > a->margin_said / 4)) {
+	if (margin && (!a->margin_said || margin < a->margin_said ||
+		       margin - a->margin_said > a->margin_said / 4)) {
 		say_margin(sh, margin, a->margin_said);
 		a->margin_said = margin;
 	}

@@ -400,9 +400,9 @@ static void log_arming(struct guard *g)
 		return;
 	elog("guard: page programs attached %llu times within %s above low; %llu looks, "
 	     "none more than %.1f ms past its time; the margin widened %llu times for late "
-	     "ones", (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
+	     "ones, and narrowed back %llu times", (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
 	     (unsigned long long)sh->looks, sh->max_late_us / 1000.0,
-	     (unsigned long long)sh->widenings);
+	     (unsigned long long)sh->widenings, (unsigned long long)sh->narrowings);
 }
 
 int guard__run(struct guard_opts *o)

@@ -40,7 +40,7 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 		st->pages_on = g->armer.sh->on;
 		st->arm_margin = g->armer.sh->for_good ? 0 : g->armer.sh->margin;
 		st->arm_late_us = st->arm_margin ?
-			guard_arm__covered_late_us(GUARD_LOOK_MS, g->armer.sh->max_late_us) : 0;
+			guard_arm__covered_late_us(GUARD_LOOK_MS, g->armer.sh->covered_us) : 0;
 		st->arms = g->armer.sh->arms;
 		st->helper_memlock = g->armer.pid ? (uint64_t)g->armer.sh->memlock : 0;
 	}
