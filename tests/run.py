@@ -12,6 +12,7 @@ whole group, marks it FAIL and goes on.
 """
 import argparse
 import faulthandler
+import fcntl
 import glob
 import importlib.util
 import os
@@ -33,6 +34,7 @@ import harness  # noqa: E402  (tests/integration/harness.py)
 TEST_TIMEOUT_S = 300
 UNIT_TIMEOUT_S = 300
 GUARD_PIN_DIR = "/sys/fs/bpf/umtrace-guard"	# user/guard/pin.h
+HOST_LOCK = "/run/lock/umtrace-tests.lock"
 
 
 class Counts:
@@ -216,9 +218,26 @@ def run_isolated(out, path, fname, name, limit, counts):
         counts.add("FAIL", name, f"exit {p.returncode} without a result line")
 
 
+def host_lock():
+    """Integration tests share what no test can make its own: the guard's
+    pins in /sys/fs/bpf/umtrace-guard and the host's free memory that
+    their floors are set against. Two runs on one host (two clones) take
+    turns, and the second says so, rather than fail each other."""
+    path = HOST_LOCK if os.path.isdir(os.path.dirname(HOST_LOCK)) else "/tmp/umtrace-tests.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"tests/run.py: another run on this host holds {path}: waiting for it "
+              "(integration tests share the guard's pins and the host's memory)", flush=True)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
 def run_integration(out, counts, pattern):
     env = harness.Env(out)
     why_not = env.cannot_run()
+    lock = None if why_not else host_lock()
     for path in sorted(glob.glob(os.path.join(HERE, "integration", "test_*.py"))):
         mod = load_module(path)
         for fname in sorted(n for n in dir(mod) if n.startswith("test_")):
@@ -229,6 +248,8 @@ def run_integration(out, counts, pattern):
                 counts.add("SKIP", name, why_not)
                 continue
             run_isolated(out, path, fname, name, test_timeout(getattr(mod, fname)), counts)
+    if lock is not None:
+        os.close(lock)
 
 
 def check_host_intact(counts):

@@ -856,9 +856,10 @@ def test_guard_late_look_widens_the_margin(env):
     # margin is CPUs x rate x (10 ms + late + attach) x 2, attach measured at start
     # (1 to 7 ms here; up to 100 ms allowed for a busy host): it grew as late did.
     assert st["arm_margin"] >= margin * (10000 + late) // (20000 + 100000), (margin, st)
-    m = re.search(r"guard: a look came ([\d.]+) ms past its time: the page programs' margin "
-                  r"widens to \S+ above low", err)
-    assert m and float(m.group(1)) >= 1000, err[-800:]
+    # A busy host may have widened it for shorter stalls before: the 2 s one is there.
+    lates = re.findall(r"guard: a look came ([\d.]+) ms past its time: the page programs' "
+                       r"margin widens to \S+ above low", err)
+    assert lates and max(float(m) for m in lates) >= 1000, err[-800:]
     assert re.search(r"the margin widened [1-9]\d* times for late ones", err), err[-800:]
 
 
