@@ -56,6 +56,10 @@
  *   FAKECUDA_DELAY_MS=N    sleep N ms inside every page-taking call, after
  *                          its pages are in (fakecuda_set_thread_delay_ms()
  *                          overrides it per thread)
+ *   FAKECUDA_STALL_MS=N    sleep N ms at the start of every allocation, before
+ *                          it takes a page (a driver that waits on the GPU
+ *                          first): an admitted call holds its reservation
+ *                          with no page in it yet
  *   FAKECUDA_SPIN_MS=N     spin N ms on the CPU inside every page-taking
  *                          call instead (a driver polling the GPU): unlike a
  *                          sleeping caller, a spinning one is what the
@@ -208,6 +212,7 @@ static size_t fc_page = 4096;
 static size_t fc_initial_slots = 1u << 16;
 static unsigned int fc_delay_ms;
 static unsigned int fc_spin_ms;
+static unsigned int fc_stall_ms;
 static unsigned long long fc_fail_every;
 static bool fc_thp;
 static unsigned long long fc_take_seq;
@@ -922,6 +927,8 @@ static CUresult fc_alloc(unsigned int api, uint64_t size, enum fc_map_mode mode,
 
 	if (!size || !fc_page_round(size, &e.size))
 		return CUDA_ERROR_INVALID_VALUE;
+	if (fc_stall_ms)
+		usleep(fc_stall_ms * 1000U);
 	if (fc_should_fail())
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (fc_mode == FAKECUDA_MODE_DISCRETE && kind == FC_KIND_DEVICE &&
@@ -1784,6 +1791,7 @@ __attribute__((constructor)) static void fc_setup(void)
 	fc_read_model_knobs();
 	fc_delay_ms = (unsigned int)fc_env_ull("FAKECUDA_DELAY_MS", 0);
 	fc_spin_ms = (unsigned int)fc_env_ull("FAKECUDA_SPIN_MS", 0);
+	fc_stall_ms = (unsigned int)fc_env_ull("FAKECUDA_STALL_MS", 0);
 	fc_fail_every = fc_env_ull("FAKECUDA_FAIL_EVERY", 0);
 	fc_thp = fc_env_ull("FAKECUDA_THP", 0) != 0;
 	slots = fc_env_ull("FAKECUDA_TABLE_SLOTS", fc_initial_slots);

@@ -15,7 +15,7 @@ import subprocess
 import time
 
 from harness import Skip, meminfo
-from test_guard import Guard, state_of, to_cross, wait_state
+from test_guard import Guard, state_of, to_cross, wait_state, wait_told
 
 MIB = 1 << 20
 SSHD = "/usr/sbin/sshd"
@@ -49,6 +49,24 @@ def roots_copy(env, src, name):
     shutil.copy(src, path)
     os.chmod(path, 0o755)
     return path
+
+
+BALLAST = 512 * MIB
+
+
+def below_the_floor(env):
+    """Out of scope, take BALLAST more once the stopped page hog holds
+    the host at the floor: well under it, by more than a VM's free page
+    reporting can take off the free lists for a moment (128 MiB here), so
+    no crossing is told apart as one that did not last."""
+    prog = ("import mmap, sys\n"
+            f"m = mmap.mmap(-1, {BALLAST})\n"
+            f"for i in range(0, {BALLAST}, 4096): m[i] = 1\n"
+            "sys.stdout.write('held\\n'); sys.stdout.flush()\n"
+            "sys.stdin.read()\n")
+    p = env.popen(["python3", "-c", prog], stdin=subprocess.PIPE)
+    assert p.stdout.readline() == "held\n", p.stderr.read()
+    return p
 
 
 def stop_lines(err, pid):
@@ -130,6 +148,7 @@ def test_guard_identity_users_sshd_stopped_real_sshd_never(env):
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t", to_cross(floor, MIB),
                      "-w", "60000"])
     assert wait_state(hog.pid, "T", 30), "pagehog was not stopped: the floor was not reached"
+    ballast = below_the_floor(env)
     sshd, port = start_sshd(env)
     conn = ssh_handshake(port)
     ours = descendants(sshd.pid)
@@ -144,11 +163,12 @@ def test_guard_identity_users_sshd_stopped_real_sshd_never(env):
                       preexec_fn=as_nobody)
         users.append(u)
         assert wait_state(u.pid, "T", 30), f"nobody's {name} was not stopped: {u.poll()}"
+        wait_told(g, u.pid)
     for p in ours:
         assert state_of(p) != "T", f"the real sshd (pid {p}) was stopped"
 
     conn.close()
-    for p in (hog, sshd, *users):
+    for p in (hog, sshd, ballast, *users):
         p.kill()
         p.wait(timeout=30)
     err = g.stop()
@@ -172,14 +192,17 @@ def test_guard_identity_protect_name_needs_roots_file(env):
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t", to_cross(floor, MIB),
                      "-w", "60000"])
     assert wait_state(hog.pid, "T", 30), "pagehog was not stopped: the floor was not reached"
+    ballast = below_the_floor(env)
     small = ["-n", "4", "-s", "32M", "-a", "alloc", "-k", "-o", "/dev/null"]
     protected = env.popen([root_copy, *small])
     assert protected.wait(timeout=60) == 0, protected.stderr.read()
     copy = env.popen([users, *small], preexec_fn=as_nobody)
     assert wait_state(copy.pid, "T", 30), "nobody's copy named gpuprot was not stopped"
+    wait_told(g, copy.pid)
     borrowed = env.popen([root_copy, *small], preexec_fn=as_nobody)
     assert wait_state(borrowed.pid, "T", 30), "root's gpuprot run by nobody was not stopped"
-    for p in (hog, copy, borrowed):
+    wait_told(g, borrowed.pid)
+    for p in (hog, copy, borrowed, ballast):
         p.kill()
         p.wait(timeout=30)
     err = g.stop()

@@ -74,6 +74,8 @@ static void test_builtins(void)
 
 	protect__init(&ps);
 	CHECK(!protect__add_builtins(&ps), "add", "failed");
+	CHECK(ps.n && ps.v[0].self && ps.v[0].kind == PROTECT_EXE, "umtrace's own file first",
+	      "%s", ps.n ? ps.v[0].arg : "");
 	for (i = 0; i < ps.n; i++) {
 		exes += ps.v[i].kind == PROTECT_EXE && ps.v[i].builtin;
 		users += ps.v[i].kind == PROTECT_UID && ps.v[i].builtin &&
@@ -253,6 +255,7 @@ static void test_resolve_user(void)
 
 static void test_read_self(void)
 {
+	struct protect_set ps;
 	struct proc_id id;
 	char comm[32];
 	FILE *f = fopen("/proc/self/comm", "r");
@@ -268,6 +271,14 @@ static void test_read_self(void)
 	CHECK(id.have_exe && !strcmp(id.exe_name, "test_guard_protect"), "exe", "%s", id.exe_name);
 	CHECK(!id.kthread, "no kernel thread", "is one");
 	CHECK(protect__read(0x7ffffff0, &id) == -ENOENT, "gone", "found");
+	/* umtrace's own file protects root's umtrace processes: here, this one. */
+	protect__init(&ps);
+	protect__add_builtins(&ps);
+	protect__resolve(&ps, false, NULL, 0);
+	protect__read(getpid(), &id);
+	CHECK(protect__match(&ps, &id, 0) == (id.uid == 0), "its own file, run by root",
+	      "uid %u", id.uid);
+	protect__free(&ps);
 }
 
 int main(void)

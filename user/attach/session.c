@@ -581,14 +581,21 @@ static int poll_timeout(const struct session *s, uint64_t next_tick)
 	return next_tick - now < (uint64_t)s->poll_ms ? (int)(next_tick - now) : s->poll_ms;
 }
 
+void session__tick_by(struct session *s, uint64_t at_ms)
+{
+	if (at_ms < s->next_tick_ms)
+		s->next_tick_ms = at_ms;
+}
+
 int session__run(struct session *s)
 {
-	uint64_t start = clock__mono_ms(), now, next_tick = start + s->tick_ms, next_scan;
+	uint64_t start = clock__mono_ms(), now, next_scan;
 	int err;
 
+	s->next_tick_ms = start + s->tick_ms;
 	next_scan = rescans(s) ? start + s->ao->rescan_ms : UINT64_MAX;
 	while (!exiting) {
-		err = ring_buffer__poll(s->rb, poll_timeout(s, next_tick));
+		err = ring_buffer__poll(s->rb, poll_timeout(s, s->next_tick_ms));
 		/* Records sent without a wake-up are read here. */
 		if (err >= 0 && s->batch_wakeups)
 			err = ring_buffer__consume(s->rb);
@@ -599,12 +606,14 @@ int session__run(struct session *s)
 		if (s->n_lib_pending || s->lib_overflow)
 			lib_events(s);
 		now = clock__mono_ms();
-		if (now >= next_tick) {
+		if (now >= s->next_tick_ms) {
 			report_drops(s);
 			flush_torch(s);
+			/* on_tick may change tick_ms, or want the next one sooner. */
+			s->next_tick_ms = UINT64_MAX;
 			if (s->ops->on_tick)
 				s->ops->on_tick(s->ctx);
-			next_tick = now + s->tick_ms;
+			session__tick_by(s, now + s->tick_ms);
 		}
 		if (now >= next_scan) {
 			rescan(s);

@@ -58,6 +58,7 @@ struct session {
 	const struct session_ops *ops;
 	void *ctx;
 	uint64_t tick_ms;		/* on_tick may change it */
+	uint64_t next_tick_ms;		/* session__tick_by may bring it nearer */
 	int poll_ms;			/* longest ring buffer wait */
 	uint64_t duration_ms;		/* 0: until stopped */
 	bool quiet_pages;		/* no-libcuda mode prints nothing */
@@ -112,6 +113,8 @@ int session__start(struct session *s);
  * thread before it: a thread keeps what it had.
  */
 void session__drop_caps(struct session *s);
+/* A callback wants on_tick by at_ms (CLOCK_MONOTONIC), sooner than tick_ms. */
+void session__tick_by(struct session *s, uint64_t at_ms);
 /* Poll until a stop condition; 0 or -errno. */
 int session__run(struct session *s);
 /* Ask the loop to stop (async-signal-safe). */

@@ -297,6 +297,11 @@ bool guard_kernel__pages_pinned(const struct probes *p, const char *pin_dir)
 	return true;
 }
 
+void guard_kernel__forget_stop(struct probes *p, uint32_t pid)
+{
+	bpf_map_delete_elem(bpf_map__fd(p->skel->maps.guard_sent), &pid);
+}
+
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in)
 {
 	int fd = bpf_map__fd(p->skel->maps.guard_scope_pids);

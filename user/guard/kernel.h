@@ -101,6 +101,8 @@ void guard_kernel__drop_pages(struct guard_page_links *l);
 /* pin_dir holds them pinned: they stay attached whoever holds them. */
 bool guard_kernel__pages_pinned(const struct probes *p, const char *pin_dir);
 
+/* Forget that it stopped pid: its next crossing is stopped at once. */
+void guard_kernel__forget_stop(struct probes *p, uint32_t pid);
 /* --scope pid: membership. 0 or -errno. */
 int guard_kernel__scope_pid(struct probes *p, uint32_t pid, bool in);
 /* --scope comm: a process name's verdict. 0 or -errno. */

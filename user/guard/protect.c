@@ -226,10 +226,28 @@ static int add_builtin(struct protect_set *ps, enum protect_kind kind, const cha
 	return 0;
 }
 
+/* umtrace's own file, run by root: the operator's resume, status, trace. */
+static int add_self(struct protect_set *ps)
+{
+	struct protect_entry e = { .kind = PROTECT_EXE, .builtin = true, .self = true };
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	path[n > 0 ? n : 0] = '\0';
+	e.arg = strdup(n > 0 ? path : "/proc/self/exe");
+	if (!e.arg || push(ps, &e) < 0) {
+		free(e.arg);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 int protect__add_builtins(struct protect_set *ps)
 {
 	size_t i;
 
+	if (add_self(ps))
+		return -ENOMEM;
 	for (i = 0; i < sizeof(builtin_exes) / sizeof(builtin_exes[0]); i++)
 		if (add_builtin(ps, PROTECT_EXE, builtin_exes[i]))
 			return -ENOMEM;
@@ -314,11 +332,18 @@ static int open_in_root(const struct protect_set *ps, const char *path, const ch
 /* 1 when found (and what it is changed), 0 when not found, -errno. */
 static int resolve_exe(struct protect_set *ps, struct protect_entry *e, char *why, size_t len)
 {
-	const char *mountinfo;
+	const char *mountinfo = "/proc/self/mountinfo";
 	struct stat st;
 	int fd;
 
-	fd = open_in_root(ps, e->arg, &mountinfo, why, len);
+	/* The file this runs from is trusted as the guard itself is. */
+	if (e->self) {
+		fd = open("/proc/self/exe", O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			fd = -errno;
+	} else {
+		fd = open_in_root(ps, e->arg, &mountinfo, why, len);
+	}
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st)) {

@@ -18,7 +18,8 @@
  * An executable or a name protects root's processes only: any user may
  * run root's binaries, with code of their own in them (LD_PRELOAD), but
  * no user can take on a uid. The built-ins are sshd's and
- * systemd-journald's executables and sshd's privilege-separation user.
+ * systemd-journald's executables, umtrace's own (an operator's `umtrace
+ * resume` or another guard), and sshd's privilege-separation user.
  *
  * The same rules are decided twice: here, from /proc, for the sampled
  * rule's victims (protect__match), and in the kernel side, from the task
@@ -51,6 +52,7 @@ struct protect_entry {
 				 * uid's USER (NULL: given as a number) */
 	uint32_t uid;
 	bool builtin;		/* skipped where absent or untrusted */
+	bool self;		/* exe: umtrace's own file, whatever its path */
 	/* Resolved (protect__resolve): what the file or cgroup is now. */
 	bool found;
 	dev_t dev;		/* exe: as stat(2) gives it, for protect__match */

@@ -58,83 +58,9 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 		guard__proc_drop(g, p);
 }
 
-/* What the kernel said, in words, for the log line. */
-static void kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len)
-{
-	char a[32], b[32];
-	int64_t room = r->headroom_pages * (int64_t)page__size();
-	uint64_t mag = room < 0 ? (uint64_t)-room : (uint64_t)room;
-
-	switch (r->reason) {
-	case UMT_GUARD_ADMISSION:
-		snprintf(buf, len, "%s of %s with %s%s above the floor",
-			 cuda_api__name(r->api), fmt_bytes(r->cost_bytes, a, sizeof(a)),
-			 room < 0 ? "-" : "", fmt_bytes(mag, b, sizeof(b)));
-		break;
-	case UMT_GUARD_FLOOR:
-		snprintf(buf, len, "a page taken %s%s past the floor", room < 0 ? "" : "-",
-			 fmt_bytes(mag, a, sizeof(a)));
-		break;
-	default:
-		snprintf(buf, len, "direct reclaim with %s%s under low", room < 0 ? "" : "-",
-			 fmt_bytes(mag, a, sizeof(a)));
-		break;
-	}
-}
-
-/*
- * Held at a call while its name's verdict was on its way: the scope
- * says now, and a job out of it goes on as if nothing had happened (its
- * call had not run yet). True if it was let go.
- */
-static bool let_go(struct guard *g, struct guard_proc *p, const struct umt_guard_rec *r)
-{
-	char comm[ESC_KV_LEN(TASK_COMM_LEN)];
-	int err = 0;
-
-	memcpy(p->comm, r->pcomm, sizeof(p->comm));
-	if (guard__in_scope(g, p))
-		return false;
-	if (!r->dry_run)
-		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGCONT);
-	vlog("guard: let go pid=%u comm=%s: out of scope, held while its name's verdict "
-	     "was on its way%s", p->pid, esc__kv(p->comm, comm, sizeof(comm)),
-	     err ? " (cannot continue it)" : "");
-	if (err)
-		wlog("guard: cannot continue %u, out of scope: %s", p->pid, strerror(-err));
-	return true;
-}
-
 static void on_guard(void *ctx, const struct umt_guard_rec *r)
 {
-	struct guard *g = ctx;
-	struct guard_proc *p = guard__proc(g, r->pid, true);
-	char detail[GUARD_STOP_DETAIL_MAX], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
-	int err = 0;
-
-	kernel_detail(r, detail, sizeof(detail));
-	if (p && (r->flags & UMT_GUARD_SCOPE_PENDING) && let_go(g, p, r))
-		return;
-	g->kernel_stops++;
-	if (!p) {
-		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid,
-		     esc__term(r->pcomm, comm, sizeof(comm)), detail);
-		return;
-	}
-	memcpy(p->comm, r->pcomm, sizeof(p->comm));
-	/*
-	 * The kernel sends no stop to a process one is on its way to: one
-	 * still marked stopped was resumed since, sooner than a sample could
-	 * notice. This is a stop of its own, with its bundle and hook.
-	 */
-	if (p->stopped && !p->dry)
-		guard__resumed_by_operator(g, p);
-	/* The kernel could not send it (irq_work busy...): send it now. */
-	if (r->sig_ret && !r->dry_run) {
-		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGSTOP);
-		g->fallback_sends++;
-	}
-	guard__stopped(g, p, r->ts_ns, r->reason, detail, r->dry_run, err);
+	guard__kernel_stop(ctx, r);
 }
 
 static void on_scope_ask(void *ctx, const struct umt_scope_ask_rec *r)
@@ -440,10 +366,12 @@ int guard__run(struct guard_opts *o)
 	}
 	go_async(g);
 	err = session__run(&g->session);
-	elog("guard: exiting; %llu kernel stops, %llu policy stops; anchored headroom vs "
-	     "/proc/meminfo over %llu samples: mean error %llu KiB, max %llu KiB, "
-	     "max above the sample %llu KiB",
+	guard__settle_held(g);
+	elog("guard: exiting; %llu kernel stops, %llu policy stops, %llu let go (the crossing "
+	     "did not last); anchored headroom vs /proc/meminfo over %llu samples: mean error "
+	     "%llu KiB, max %llu KiB, max above the sample %llu KiB",
 	     (unsigned long long)g->kernel_stops, (unsigned long long)g->policy_stops,
+	     (unsigned long long)g->transients,
 	     (unsigned long long)g->error_n,
 	     (unsigned long long)(g->error_n ? g->error_sum / g->error_n >> 10 : 0),
 	     (unsigned long long)(g->error_max >> 10),

@@ -14,6 +14,8 @@
 #include "guardd/guard.h"
 #include "guardd/postmortem.h"
 #include "lib/escape.h"
+#include "lib/units.h"
+#include "model/cuda_api.h"
 #include "lib/sys.h"
 #include "lib/procfs.h"
 
@@ -150,4 +152,197 @@ void guard__resumed_by_operator(struct guard *g, struct guard_proc *p)
 	     esc__kv(p->comm, comm, sizeof(comm)));
 	p->stopped = p->froze = false;
 	g->resumes++;
+}
+
+/* ----- the kernel's stops ----- */
+
+/* What the kernel said, in words, for the log line. */
+static void kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len)
+{
+	char a[32], b[32];
+	int64_t room = r->headroom_pages * (int64_t)page__size();
+	uint64_t mag = room < 0 ? (uint64_t)-room : (uint64_t)room;
+
+	switch (r->reason) {
+	case UMT_GUARD_ADMISSION:
+		snprintf(buf, len, "%s of %s with %s%s above the floor",
+			 cuda_api__name(r->api), fmt_bytes(r->cost_bytes, a, sizeof(a)),
+			 room < 0 ? "-" : "", fmt_bytes(mag, b, sizeof(b)));
+		break;
+	case UMT_GUARD_FLOOR:
+		snprintf(buf, len, "a page taken %s%s past the floor", room < 0 ? "" : "-",
+			 fmt_bytes(mag, a, sizeof(a)));
+		break;
+	default:
+		snprintf(buf, len, "direct reclaim with %s%s under low", room < 0 ? "" : "-",
+			 fmt_bytes(mag, a, sizeof(a)));
+		break;
+	}
+}
+
+/*
+ * The job goes on as if nothing had happened (a call stopped at its entry
+ * had not run yet), and its next crossing is stopped at once: the kernel
+ * side forgets it stopped it.
+ */
+static void let_go(struct guard *g, struct guard_proc *p, const struct umt_guard_rec *r,
+		   const char *why)
+{
+	char comm[ESC_KV_LEN(TASK_COMM_LEN)];
+	int err = 0;
+
+	if (!r->dry_run)
+		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGCONT);
+	guard_kernel__forget_stop(&g->session.probes, p->pid);
+	elog("guard: let go pid=%u comm=%s: %s%s", p->pid, esc__kv(p->comm, comm, sizeof(comm)),
+	     why, err ? " (cannot continue it)" : "");
+	if (err)
+		wlog("guard: cannot continue %u: %s", p->pid, strerror(-err));
+}
+
+/* Held while its name's verdict was on its way: the scope says now. */
+static bool out_of_scope(struct guard *g, const struct umt_guard_rec *r)
+{
+	struct guard_proc *p = guard__proc(g, r->pid, true);
+
+	if (!p || !(r->flags & UMT_GUARD_SCOPE_PENDING))
+		return false;
+	memcpy(p->comm, r->pcomm, sizeof(p->comm));
+	if (guard__in_scope(g, p))
+		return false;
+	let_go(g, p, r, "out of scope, held while its name's verdict was on its way");
+	return true;
+}
+
+/* A stop of the kernel's, told: after it was held, or at once. */
+static void tell(struct guard *g, const struct umt_guard_rec *r)
+{
+	struct guard_proc *p = guard__proc(g, r->pid, true);
+	char detail[GUARD_STOP_DETAIL_MAX], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
+	int err = 0;
+
+	kernel_detail(r, detail, sizeof(detail));
+	g->kernel_stops++;
+	if (!p) {
+		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid,
+		     esc__term(r->pcomm, comm, sizeof(comm)), detail);
+		return;
+	}
+	memcpy(p->comm, r->pcomm, sizeof(p->comm));
+	/*
+	 * The kernel sends no stop to a process one is on its way to: one
+	 * still marked stopped was resumed since, sooner than a sample could
+	 * notice. This is a stop of its own, with its bundle and hook.
+	 */
+	if (p->stopped && !p->dry)
+		guard__resumed_by_operator(g, p);
+	/* The kernel could not send it (irq_work busy...): send it now. */
+	if (r->sig_ret && !r->dry_run) {
+		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGSTOP);
+		g->fallback_sends++;
+	}
+	guard__stopped(g, p, r->ts_ns, r->reason, detail, r->dry_run, err);
+}
+
+/*
+ * A crossing that does not last: a VM's free page reporting takes up to
+ * its batch (128 MiB here) off the free lists for a few ms, with no page
+ * handed out, and the counters the kernel decides by dip with it. Before
+ * a kernel stop at the floor or at a call is told, the guard looks again
+ * at the headroom the kernel decided by, every GUARD_RECHECK_MS, up to
+ * GUARD_RECHECK_LOOKS times: back over what the stop was about (the
+ * call's cost; any room at all for a page), the job goes on.
+ */
+static bool recheckable(struct guard *g, const struct umt_guard_rec *r)
+{
+	int64_t room;
+
+	if (r->reason != UMT_GUARD_ADMISSION && r->reason != UMT_GUARD_FLOOR)
+		return false;	/* reclaim is the kernel's own alarm */
+	return g->n_held < GUARD_HELD_MAX && !guard_kernel__look(&g->session.probes, &room);
+}
+
+static bool crossing_over(const struct umt_guard_rec *r, int64_t room)
+{
+	if (r->reason == UMT_GUARD_ADMISSION)
+		return room >= 0 && (uint64_t)room >= r->cost_bytes;
+	return room > 0;
+}
+
+void guard__kernel_stop(struct guard *g, const struct umt_guard_rec *r)
+{
+	struct guard_held *h;
+
+	if (out_of_scope(g, r))
+		return;
+	if (!recheckable(g, r)) {
+		tell(g, r);
+		return;
+	}
+	h = &g->held[g->n_held++];
+	h->r = *r;
+	h->looks = GUARD_RECHECK_LOOKS;
+	h->due_ms = clock__mono_ms() + GUARD_RECHECK_MS;
+	session__tick_by(&g->session, h->due_ms);
+}
+
+/* One more look at a held stop: true when it is done with (told, or let go). */
+static bool recheck(struct guard *g, struct guard_held *h, uint64_t now_ms)
+{
+	char b[32], why[128];
+	struct guard_proc *p;
+	int64_t room;
+
+	if (now_ms < h->due_ms)
+		return false;
+	if (guard_kernel__look(&g->session.probes, &room) || !crossing_over(&h->r, room)) {
+		if (--h->looks) {
+			h->due_ms = now_ms + GUARD_RECHECK_MS;
+			return false;
+		}
+		tell(g, &h->r);
+		return true;
+	}
+	p = guard__proc(g, h->r.pid, true);
+	if (!p) {
+		tell(g, &h->r);
+		return true;
+	}
+	memcpy(p->comm, h->r.pcomm, sizeof(p->comm));
+	g->transients++;
+	snprintf(why, sizeof(why), "the crossing did not last: %s above the floor again "
+		 "after %u ms", fmt_bytes((uint64_t)room, b, sizeof(b)),
+		 (GUARD_RECHECK_LOOKS - h->looks + 1) * GUARD_RECHECK_MS);
+	let_go(g, p, &h->r, why);
+	return true;
+}
+
+bool guard__recheck(struct guard *g, uint64_t now_ms)
+{
+	uint64_t next = UINT64_MAX;
+	size_t i = 0;
+
+	while (i < g->n_held) {
+		if (recheck(g, &g->held[i], now_ms)) {
+			g->held[i] = g->held[--g->n_held];
+			continue;
+		}
+		if (g->held[i].due_ms < next)
+			next = g->held[i].due_ms;
+		i++;
+	}
+	if (next != UINT64_MAX)
+		session__tick_by(&g->session, next);
+	return g->n_held;
+}
+
+void guard__settle_held(struct guard *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n_held; i++) {
+		g->held[i].looks = 1;
+		g->held[i].due_ms = 0;
+	}
+	guard__recheck(g, clock__mono_ms());
 }

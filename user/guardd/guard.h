@@ -47,6 +47,17 @@
 
 #define GUARD_MAX_PROCS 65536
 
+/* A kernel stop held back while the guard looks again (enforce.c). */
+#define GUARD_HELD_MAX		64
+#define GUARD_RECHECK_MS	20
+#define GUARD_RECHECK_LOOKS	10
+
+struct guard_held {
+	struct umt_guard_rec r;
+	uint64_t due_ms;		/* the next look */
+	unsigned int looks;		/* left */
+};
+
 /* A process the guard has seen make GPU calls, or has stopped. */
 struct guard_proc {
 	uint32_t pid;
@@ -111,6 +122,10 @@ struct guard {
 	/* figures */
 	uint64_t last_metric;
 	uint64_t samples, kernel_stops, policy_stops, fallback_sends, resumes;
+	uint64_t transients;		/* kernel stops let go: the crossing did not last */
+	struct guard_held held[GUARD_HELD_MAX];
+	size_t n_held;
+	uint64_t next_sample_ms;
 	uint64_t stops_by[GUARD_N_REASONS];	/* by guard_reason__index() */
 	time_t last_stop;
 	/* The kernel's headroom against each fresh sample (bytes, absolute). */
@@ -148,6 +163,12 @@ int guard__sample_meter(void *ctx, uint64_t *bytes);
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err);
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
+/* A record of the kernel side's stop: held for a second look, or told. */
+void guard__kernel_stop(struct guard *g, const struct umt_guard_rec *r);
+/* The held stops' looks due by now_ms; whether any is still held. */
+bool guard__recheck(struct guard *g, uint64_t now_ms);
+/* Each held stop looked at one last time, and told or let go: at exit. */
+void guard__settle_held(struct guard *g);
 /* A job it stopped runs again, resumed by someone else (an operator). */
 void guard__resumed_by_operator(struct guard *g, struct guard_proc *p);
 

@@ -199,6 +199,13 @@ void guard__tick(void *ctx)
 	size_t n = 0;
 	int err;
 
+	/* Held stops are looked at again sooner than a sample is due. */
+	guard__recheck(g, t0);
+	if (t0 < g->next_sample_ms) {
+		session__tick_by(&g->session, g->next_sample_ms);
+		return;
+	}
+
 	err = guard_kernel__anchor(&g->session.probes, guard__sample_metric, g, &error);
 	if (err) {
 		log__repeat(&g->no_meminfo, t0, "guard: cannot read /proc/meminfo: %s",
@@ -224,6 +231,7 @@ void guard__tick(void *ctx)
 	free(c);
 	apply(g, &a);
 	g->session.tick_ms = guard_policy__next_interval_ms(&g->opt.pol, &g->pstate);
+	g->next_sample_ms = t0 + g->session.tick_ms;
 	guard_flight__sample(g);
 	guard__refresh_protect(g, clock__mono_ms());
 	/* Libraries found by the rescan bring new links. */
