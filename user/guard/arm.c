@@ -35,6 +35,32 @@ uint64_t guard_late__note(struct guard_late *l, int64_t late_us, uint64_t now_ms
 	return l->cur_us > l->prev_us ? l->cur_us : l->prev_us;
 }
 
+unsigned int guard_late__bucket(int64_t late_us)
+{
+	unsigned int b = 0;
+
+	while (b + 1 < GUARD_LATE_BUCKETS && late_us >= (1000LL << b))
+		b++;
+	return b;
+}
+
+unsigned int guard_late__pct_ms(const uint64_t *hist, unsigned int pct)
+{
+	uint64_t n = 0, seen = 0;
+	unsigned int b;
+
+	for (b = 0; b < GUARD_LATE_BUCKETS; b++)
+		n += hist[b];
+	if (!n)
+		return 0;
+	for (b = 0; b < GUARD_LATE_BUCKETS; b++) {
+		seen += hist[b];
+		if (seen * 100 >= n * pct)
+			break;
+	}
+	return b + 1 < GUARD_LATE_BUCKETS ? 1U << b : UINT32_MAX;
+}
+
 uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,
 			   uint64_t late_us, uint64_t attach_us)
 {

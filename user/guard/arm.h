@@ -39,6 +39,8 @@
 #define GUARD_FAR_MS		1000
 #define GUARD_LOOK_MAX_MS	1000
 #define GUARD_LATE_KEEP_MS	(5 * 60 * 1000)
+/* Looks by lateness: under 1 ms, then doubling to 128 ms, then the rest. */
+#define GUARD_LATE_BUCKETS	9
 
 /* Shared by the daemon and its helper (a MAP_SHARED page). */
 struct guard_arm_shared {
@@ -54,6 +56,7 @@ struct guard_arm_shared {
 	uint64_t narrowings;	/* the margin back down, looks on time again */
 	uint64_t max_late_us;	/* the most a look came past its time, ever */
 	uint64_t covered_us;	/* the lateness the margin covers now */
+	uint64_t late_hist[GUARD_LATE_BUCKETS];	/* looks by guard_late__bucket() */
 	uint64_t last_arm_us;	/* the last attach's own time */
 	bool on;		/* the page programs are attached */
 	bool for_good;		/* attached until the guard exits */
@@ -85,6 +88,13 @@ struct guard_late {
 
 /* Note a look late_us past its time at now_ms; the most to remember now. */
 uint64_t guard_late__note(struct guard_late *l, int64_t late_us, uint64_t now_ms);
+/* Which bucket of late_hist a look late_us past its time counts in. */
+unsigned int guard_late__bucket(int64_t late_us);
+/*
+ * The lateness pct percent of the looks came within: the top of their
+ * bucket, in ms (1, 2, 4 ... 128; UINT32_MAX past it); 0 without looks.
+ */
+unsigned int guard_late__pct_ms(const uint64_t *hist, unsigned int pct);
 
 /* late_us: the most a look came past its time; under one look, one look. */
 uint64_t guard_arm__margin(unsigned int cpus, uint64_t rate, unsigned int look_ms,

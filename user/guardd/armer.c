@@ -152,6 +152,7 @@ static void note_late(struct guard_arm_shared *sh, struct guard_late *lt, int64_
 	uint64_t was = guard_arm__covered_late_us(GUARD_LOOK_MS, sh->covered_us), now;
 
 	sh->looks++;
+	sh->late_hist[guard_late__bucket(late_us)]++;
 	if (late_us > 0 && (uint64_t)late_us > sh->max_late_us)
 		sh->max_late_us = (uint64_t)late_us;
 	sh->covered_us = guard_late__note(lt, late_us, clock__mono_ms());
@@ -191,7 +192,7 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	/* Nothing written here: a full stderr would hold the looks (act). */
 	if (sched_setscheduler(0, SCHED_FIFO, &sp))
 		g->armer.sh->sched_err = -errno;
-	g->armer.sh->memlock = mem__lock(guard__may_lock_more(), &err);
+	g->armer.sh->memlock = guard__lock_memory(&err);
 	session__drop_caps(&g->session);
 	measure(g, cpus);
 	for (;;) {

@@ -170,11 +170,29 @@ bool guard__may_lock_more(void)
 	       (!getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur == RLIM_INFINITY);
 }
 
+/*
+ * UMTRACE_NO_MLOCK=1 leaves it unlocked: for measuring what the lock buys
+ * (tests/bench/pressure.py), nothing else.
+ */
+enum mem_lock guard__lock_memory(int *err)
+{
+	const char *off = getenv("UMTRACE_NO_MLOCK");
+
+	*err = 0;
+	if (off && !strcmp(off, "1"))
+		return MEM_LOCK_NONE;
+	return mem__lock(guard__may_lock_more(), err);
+}
+
 static void lock_memory(struct guard *g)
 {
 	int err;
 
-	g->memlock = mem__lock(guard__may_lock_more(), &err);
+	g->memlock = guard__lock_memory(&err);
+	if (g->memlock == MEM_LOCK_NONE && !err) {
+		wlog("guard: memory not locked: UMTRACE_NO_MLOCK=1");
+		return;
+	}
 	if (g->memlock == MEM_LOCK_NONE)
 		wlog("guard: cannot lock its memory (%s): under reclaim it may wait on page-ins",
 		     strerror(-err));
@@ -326,9 +344,11 @@ static void log_arming(struct guard *g)
 		return;
 	elog("guard: page programs attached %llu times within %s above low; %llu looks, "
 	     "none more than %.1f ms past its time; the margin widened %llu times for late "
-	     "ones, and narrowed back %llu times", (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
+	     "ones, and narrowed back %llu times; 99%% of the looks within %u ms",
+	     (unsigned long long)sh->arms, fmt_bytes(sh->margin, m, sizeof(m)),
 	     (unsigned long long)sh->looks, sh->max_late_us / 1000.0,
-	     (unsigned long long)sh->widenings, (unsigned long long)sh->narrowings);
+	     (unsigned long long)sh->widenings, (unsigned long long)sh->narrowings,
+	     guard_late__pct_ms(sh->late_hist, 99));
 }
 
 int guard__run(struct guard_opts *o)

@@ -148,6 +148,8 @@ void guard_opts__free(struct guard_opts *o);
 int guard__run(struct guard_opts *o);
 /* May what the guard maps later be locked too (CAP_IPC_LOCK, no limit)? */
 bool guard__may_lock_more(void);
+/* Lock the calling process's memory as far as it may (mem__lock). */
+enum mem_lock guard__lock_memory(int *err);
 
 /* The state file and metrics from a snapshot of now (guard/report.h). */
 void guard__write_report(struct guard *g);
