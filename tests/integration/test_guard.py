@@ -72,7 +72,9 @@ def stopped_past(pid, floor, timeout=10):
     stopped (a thread inside a MAP_POPULATE finishes it first). Read then:
     what other processes take afterwards, or a VM's free page reporting
     holds for a moment, is not the guard's doing: the highest reading over
-    0.3 s, while the hog must stay put, leaves such a dip out."""
+    0.3 s, while the hog must stay put, leaves such a dip out. A live
+    guard may let a kernel stop go (the crossing did not last): wait_told
+    first."""
     deadline = time.monotonic() + timeout
     while True:
         states = []
@@ -205,6 +207,7 @@ def test_guard_gpu_hog_stopped_before_floor(env):
         min_avail = min(min_avail, meminfo())
         time.sleep(0.002)
     assert state_of(hog.pid) == "T", "the hog was not stopped"
+    wait_told(g, hog.pid, 30)
     past = stopped_past(hog.pid, floor)
     # Stopped at a call's entry, before the call: it should not cross the
     # floor, but a stop at the floor itself leaves no room for a VM's free
@@ -342,6 +345,7 @@ def test_guard_page_hog_stopped_at_floor(env):
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t", to_cross(floor, MIB),
                      "-w", "5000"])
     assert wait_state(hog.pid, "T", 30), f"pagehog not stopped (state {state_of(hog.pid)})"
+    wait_told(g, hog.pid, 30)
     past = stopped_past(hog.pid, floor)
     print(f"    stopped {past / MIB:+.1f} MiB past the floor")
     hog.kill()
@@ -416,8 +420,15 @@ def test_guard_crossing_that_does_not_last_is_let_go(env):
     os.makedirs(d, exist_ok=True)
     other_bin = os.path.join(d, "gpuother")
     shutil.copy(env.alloc_mix, other_bin)
-    floor = usable() - 256 * MIB
+    # The guard's own figure, not usable(): pages on the per-CPU lists are
+    # in neither, and 256 MiB of them would leave no headroom to come back.
+    bring_memory_in()
+    floor = meminfo() - 256 * MIB
     g = Guard(env, floor, extra=["--scope", "comm:^alloc_mix$"])
+    deadline = time.monotonic() + 20
+    while json.loads(g.umtrace("status", "--json").stdout)["headroom"] < 128 * MIB:
+        assert time.monotonic() < deadline, "the host took the headroom before the test did"
+        time.sleep(0.02)
     other = env.popen([other_bin, "-n", "1", "-s", "512M", "-a", "alloc", "-o", "/dev/null"],
                       env={**os.environ, "FAKECUDA_STALL_MS": "60000"})
     # Its 512 MiB are reserved as soon as its call starts: the headroom is gone.
@@ -786,6 +797,7 @@ def test_guard_page_hog_from_far_crosses_the_arming(env):
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4",
                      "-t", to_cross(floor, MIB), "-w", "5000"])
     assert wait_state(hog.pid, "T", 60), f"pagehog not stopped (state {state_of(hog.pid)})"
+    wait_told(g, hog.pid, 30)
     past = stopped_past(hog.pid, floor)
     st = json.loads(g.umtrace("status", "--json").stdout)
     print(f"    margin {margin / MIB:.0f} MiB; stopped {past / MIB:+.1f} MiB past the floor")
