@@ -1162,3 +1162,112 @@ def test_guard_on_stop_hook_after_bundle(env):
     assert f"UMTRACE_PID={job.pid}\n" in said, said
     assert re.search(r"UMTRACE_REASON=(admission|floor)\n", said), said
     assert "UMTRACE_ACTION=stop\n" in said and "UMTRACE_POSTMORTEM=" + pm in said, said
+
+
+def test_guard_aftermath_on_a_full_disk_and_a_hung_hook(env):
+    """The post-mortem bundle goes to a full disk and --on-stop hangs (a
+    hung NFS directory, a webhook that never answers): both are a child's
+    trouble. The guard says the bundle is incomplete, stops and tells the
+    next job as promptly as the first, answers status, and exits."""
+    from harness import Skip
+    pm = env.tmpfile("fullpm")
+    os.makedirs(pm, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k,nr_inodes=4", "umtrace-test", pm],
+                       capture_output=True, text=True, timeout=30)
+    if r.returncode:
+        os.rmdir(pm)
+        raise Skip(f"cannot mount a small tmpfs: {r.stderr.strip()}")
+    fifo = env.tmpfile("hook.fifo")
+    began = env.tmpfile("hook.began")
+    os.mkfifo(fifo)
+    hook = f"exec >/dev/null 2>&1 </dev/null; echo $UMTRACE_PID >> {began}; cat {fifo}"
+    jobs = []
+    try:
+        g = Guard(env, usable() - 32 * MIB,
+                  extra=["--scope", "comm:^alloc_mix$", "--postmortem-dir", pm,
+                         "--on-stop", hook])
+        for _ in range(2):
+            job = env.popen([env.alloc_mix, "-n", "4", "-s", "64M", "-a", "alloc", "-k",
+                             "-o", "/dev/null"])
+            jobs.append(job)
+            assert wait_state(job.pid, "T", 20), "not stopped"
+            wait_told(g, job.pid)
+            deadline = time.monotonic() + 20
+            while not (os.path.exists(began) and f"{job.pid}\n" in open(began).read()):
+                assert time.monotonic() < deadline, "the hook never began"
+                time.sleep(0.02)
+        st = g.umtrace("status", "--json")
+        assert st.returncode == 0, st.stderr
+        assert {s["pid"] for s in json.loads(st.stdout)["stopped"]} >= {j.pid for j in jobs}
+        t0 = time.monotonic()
+        err = g.stop()
+        print(f"    exit with two hooks hung: {time.monotonic() - t0:.1f} s")
+    finally:
+        for job in jobs:
+            job.kill()
+            job.wait(timeout=30)
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)	# the hooks' cat ends
+            os.close(fd)
+        except OSError:
+            pass
+        subprocess.run(["umount", "-l", pm], capture_output=True, timeout=30)
+        os.rmdir(pm)
+        for f in (fifo, began):
+            if os.path.exists(f):
+                os.unlink(f)
+    told = re.findall(r"guard: post-mortem bundle .* incomplete: No space left on device", err)
+    assert len(told) == 2, err[-1500:]
+
+
+def vmstat(*keys):
+    with open("/proc/vmstat") as f:
+        return sum(int(l.split()[1]) for l in f if l.split()[0] in keys)
+
+
+def test_guard_stops_at_the_floor_while_the_page_cache_thrashes(env):
+    """Reclaim running all the time: a ballast leaves 3 GiB available and
+    a reader cycles through 4 GiB of files, so kswapd evicts page cache at
+    every turn, the guard's own pages too were they not locked. A page hog
+    from 1.5 GiB above the floor is still stopped within 16 MiB of it (at
+    the floor, or under low once it reclaims itself), and the guard says
+    both of its processes are locked."""
+    bring_memory_in()
+    d = env.tmpfile("thrash")
+    os.makedirs(d, exist_ok=True)
+    block = os.urandom(MIB)
+    for i in range(8):
+        with open(os.path.join(d, f"f{i}"), "wb") as f:
+            for _ in range(512):
+                f.write(block)
+    held = env.popen(["python3", "-c", "import mmap, sys, time; "
+                      f"m = mmap.mmap(-1, {max(meminfo() - 3 * GIB, GIB)}, "
+                      "flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE); "
+                      "print('ready', flush=True); time.sleep(600)"])
+    assert readline(held.stdout, 120, "'ready' from the ballast").strip() == "ready"
+    reader = env.popen(["sh", "-c", f"while :; do cat {d}/f* > /dev/null; done"])
+    scanned = vmstat("pgscan_kswapd", "pgscan_direct")
+    deadline = time.monotonic() + 60
+    while vmstat("pgscan_kswapd", "pgscan_direct") - scanned < 65536:
+        assert time.monotonic() < deadline, "no reclaim: the files fit in the page cache"
+        time.sleep(0.1)
+    floor = meminfo() - 1536 * MIB
+    g = Guard(env, floor, extra=["--scope", "comm:^pagehog$"])
+    hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t",
+                     to_cross(floor, MIB), "-w", "5000"])
+    try:
+        assert wait_state(hog.pid, "T", 60), f"pagehog not stopped (state {state_of(hog.pid)})"
+        st = wait_told(g, hog.pid, 30)
+        past = stopped_past(hog.pid, floor)
+        evicted = vmstat("pgscan_kswapd", "pgscan_direct") - scanned
+    finally:
+        hog.kill()
+        reader.kill()
+        held.kill()
+    err = g.stop()
+    print(f"    {evicted * os.sysconf('SC_PAGE_SIZE') / GIB:.1f} GiB scanned by reclaim; "
+          f"stopped {past / MIB:+.1f} MiB past the floor")
+    assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor: {err[-1500:]}"
+    assert (st["memlock"], st["helper_memlock"]) == ("all", "all"), st
+    # Under low and in direct reclaim is a stop too (reason=reclaim).
+    assert re.search(r"guard: stop pid=%d .*reason=(floor|reclaim)" % hog.pid, err), err[-800:]

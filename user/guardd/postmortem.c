@@ -38,7 +38,9 @@ static int finish(FILE *f)
 {
 	int err = 0;
 
-	if (fflush(f) || ferror(f))
+	if (fflush(f))
+		err = -errno;	/* ENOSPC, EDQUOT: what the operator must fix */
+	else if (ferror(f))
 		err = -EIO;
 	if (fclose(f) && !err)
 		err = -errno;

@@ -22,17 +22,47 @@ unsigned int page__shift(void)
 	return (unsigned int)__builtin_ctzll(page__size());
 }
 
+/*
+ * MCL_ONFAULT locks a page only once it is touched, and code is touched
+ * the first time it runs: the stop path, run at the worst moment, would
+ * page in its code under reclaim. Every file mapping (the binary's and the
+ * libraries' text, read-only data, relocations) is read in and locked now;
+ * anonymous mappings stay on-fault, their untouched pages in no memory.
+ */
+static void lock_files(void)
+{
+	unsigned long lo, hi;
+	char line[512], perm[8];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int at;
+
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		at = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perm, &at) < 3 || !at)
+			continue;
+		if (line[at] == '/' && perm[0] == 'r')
+			mlock((void *)lo, hi - lo);	/* what fails stays on-fault */
+	}
+	fclose(f);
+}
+
 enum mem_lock mem__lock(bool future, int *err)
 {
 	int flags = MCL_CURRENT | MCL_ONFAULT;
+	enum mem_lock got = MEM_LOCK_NONE;
 
 	*err = 0;
 	if (future && !mlockall(flags | MCL_FUTURE))
-		return MEM_LOCK_ALL;
-	if (!mlockall(flags))
-		return MEM_LOCK_CURRENT;
-	*err = -errno;
-	return MEM_LOCK_NONE;
+		got = MEM_LOCK_ALL;
+	else if (!mlockall(flags))
+		got = MEM_LOCK_CURRENT;
+	else
+		*err = -errno;
+	if (got != MEM_LOCK_NONE)
+		lock_files();
+	return got;
 }
 
 const char *mem_lock__name(enum mem_lock l)
