@@ -34,6 +34,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import meminfo  # noqa: E402
+
 MIB = 1 << 20
 FREE = int(os.environ.get("BENCH_FREE_MIB", "8192")) * MIB
 FILES = int(os.environ.get("BENCH_FILES_MIB", "12288")) * MIB
@@ -44,14 +47,6 @@ FILE_MIB = 512
 LOOKS_RE = re.compile(r"(\d+) looks, none more than ([\d.]+) ms past its time; .* "
                       r"99% of the looks within (\d+) ms")
 ATTACH_RE = re.compile(r"page programs attached in (\d+) us: (-?[\d.]+[BKMGTPE]) above")
-
-
-def meminfo(key):
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {key}")
 
 
 def state(pid):

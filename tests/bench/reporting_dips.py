@@ -34,6 +34,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from harness import meminfo  # noqa: E402
+
 MIB = 1 << 20
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
 BALLAST = int(os.environ.get("BENCH_BALLAST_MIB", "4096")) * MIB
@@ -56,14 +59,6 @@ for line in sys.stdin:
     m = mmap.mmap(-1, 64 << 20)
     sys.stdout.write("done\n"); sys.stdout.flush()
 """
-
-
-def meminfo(key):
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {key}")
 
 
 def ballast():
