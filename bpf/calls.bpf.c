@@ -134,10 +134,11 @@ static __always_inline void index_chunks(__u32 tgid, __u64 base, __u64 size, boo
 	bpf_loop(n < MANAGED_MAX_CHUNKS ? n : MANAGED_MAX_CHUNKS, chunk_step, &c, 0);
 }
 
-static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size)
+static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size,
+					     __u64 pages)
 {
 	struct umt_managed_key k = { .tgid = tgid, .addr = base };
-	struct umt_managed_alloc a = { .size = size };
+	struct umt_managed_alloc a = { .size = size, .pages = pages };
 
 	if (!base || !size)
 		return;
@@ -146,22 +147,29 @@ static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size)
 	__sync_fetch_and_add(&managed_live, 1);
 }
 
-/* A free of a managed allocation: forget it, return its faulted pages. */
-static __always_inline __u64 managed_unregister(__u32 tgid, __u64 base)
+/*
+ * A free of a managed allocation, at its entry: forget it before the
+ * driver can hand its addresses to another thread's allocation, which
+ * would be registered under the same key and then forgotten in its place.
+ * Its size and faulted pages wait in the window for the free's return.
+ */
+static __always_inline void managed_unregister(struct window *w, __u32 tgid)
 {
-	struct umt_managed_key k = { .tgid = tgid, .addr = base };
+	struct umt_managed_key k = { .tgid = tgid, .addr = w->handle };
 	struct umt_managed_alloc *a;
-	__u64 pages, size;
 
+	w->freed_size = 0;
+	w->freed_pages = 0;
+	if (!track_managed || !(w->cookie & UMT_CK_FREE) || !READ_ONCE(managed_live))
+		return;
 	a = bpf_map_lookup_elem(&managed_allocs, &k);
 	if (!a)
-		return 0;
-	pages = a->pages;
-	size = a->size;
+		return;
+	w->freed_pages = a->pages;
+	w->freed_size = a->size;
 	bpf_map_delete_elem(&managed_allocs, &k);
-	index_chunks(tgid, base, size, false);
+	index_chunks(tgid, k.addr, w->freed_size, false);
 	__sync_fetch_and_add(&managed_live, -1);
-	return pages;
 }
 
 /* Close the thread's outermost window and send its record. */
@@ -180,9 +188,12 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);
 	/* Kept whether or not the record finds room in the ring buffer. */
 	if (track_managed && ok && (w->cookie & UMT_CK_MANAGED))
-		managed_register(id >> 32, handle, w->size);
-	if (track_managed && ok && (w->cookie & UMT_CK_FREE) && READ_ONCE(managed_live))
-		faulted = managed_unregister(id >> 32, handle);
+		managed_register(id >> 32, handle, w->size, 0);
+	/* A free the driver failed leaves the allocation as it was. */
+	if (w->freed_size && end == UMT_END_RETURNED && ret)
+		managed_register(id >> 32, w->handle, w->freed_size, w->freed_pages);
+	else if (ok)
+		faulted = w->freed_pages;
 
 	r = rec_reserve(sizeof(*r));
 	if (!r)
@@ -390,6 +401,7 @@ int BPF_KPROBE(gpu_call_entry)
 	w->device_pages = 0;
 	w->pages_freed = 0;
 	fill_args(w, ctx, ck);
+	managed_unregister(w, task->tgid);
 	w->reserved = guard_admit(ck, w->size);
 	w->slack = guard_slack(w->reserved);
 	bpf_get_current_comm(w->comm, sizeof(w->comm));

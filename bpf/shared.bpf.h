@@ -55,6 +55,8 @@ struct window {
 	__u64 pages_freed;
 	__u64 args[5];		/* argument registers at entry */
 	__u64 fault_base;	/* managed allocation the last CPU fault hit, 0: none */
+	__u64 freed_size;	/* a free's managed allocation, taken out at entry */
+	__u64 freed_pages;	/* and the pages its CPU faults took */
 	__s64 reserved;		/* guard: pages admitted and not yet taken */
 	__s64 slack;		/* guard: pages past them not stopped on */
 	__u64 device_pages;	/* taken on device nodes, not host RAM */
