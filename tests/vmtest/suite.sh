@@ -319,6 +319,12 @@ guard_cleanup() {
 	[ -z "$GUARD_PID" ] || wait_until 60 ended "$GUARD_PID"
 }
 
+# The guard's state file lists pid's stop (with a reason the hog can have).
+stop_told() {
+	timeout 60 umtrace status --json --state-file $W/g.state >$W/status.json 2>&1 &&
+		grep -qE "\"pid\":$1,[^}]*\"reason\":\"(admission|floor)\"" $W/status.json
+}
+
 # The floor is 1152 MiB below what is available; a ballast (no GPU call, so
 # out of the guard's scope) takes 768 MiB of it; a hog of 8 x 64 MiB
 # cuMemAlloc_v2 calls must be stopped at a call's entry, before the call,
@@ -345,9 +351,8 @@ guard_stop_resume() {
 	HOG_PID=$!
 	wait_until 120 is_state $HOG_PID T ||
 		{ echo "hog not stopped (state $(state_of $HOG_PID)): $(tail -n 2 $W/g.err)"; return 1; }
-	timeout 60 umtrace status --json --state-file $W/g.state >$W/status.json 2>&1 ||
-		{ echo "status: $(tail -n 1 $W/status.json)"; return 1; }
-	grep -qE "\"pid\":$HOG_PID,[^}]*\"reason\":\"(admission|floor)\"" $W/status.json ||
+	# A kernel stop is told once the guard has looked again (up to 200 ms).
+	wait_until 30 stop_told $HOG_PID ||
 		{ echo "status: $(cut -c 1-200 $W/status.json)"; return 1; }
 	kill -KILL $BALLAST_PID
 	wait $BALLAST_PID 2>/dev/null
