@@ -653,7 +653,9 @@ def guard_run(env, dry):
         if os.path.lexists(p):
             os.unlink(p)
     shutil.rmtree(pm, ignore_errors=True)
-    floor = meminfo() - 96 * MIB
+    # Far enough that only its own calls cross it: a floor crossed before
+    # it runs would stop `sh`, the name the job has until its exec.
+    floor = meminfo() - 512 * MIB
     n = to_cross(floor)
     # Its pid is known before it runs anything: the scope names it.
     job = popen(env, [b"sh", b"-c", b'read go; exec "$0" "$@"', path, b"-n", n.encode(),
