@@ -285,6 +285,7 @@ def test_guard_stop_right_after_a_resume(env):
                      "-w", "5000"])
     try:
         assert wait_state(hog.pid, "T", 30), f"pagehog not stopped (state {state_of(hog.pid)})"
+        wait_told(g, hog.pid, 30)	# a stop let go would leave nothing to resume
         # Past the floor for sure (out of scope), so that its first page
         # after the resume is refused, not one some MiB later.
         extra = ballast(env, 64 * MIB)
