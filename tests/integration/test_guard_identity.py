@@ -99,6 +99,7 @@ def start_sshd(env):
     if not os.path.exists(SSHD) or not shutil.which("ssh-keygen"):
         raise Skip("openssh-server is not installed")
     key = env.tmpfile("sshd-key")
+    env._tmp.append(key + ".pub")	# ssh-keygen writes both
     for p in (key, key + ".pub"):
         if os.path.exists(p):
             os.unlink(p)
