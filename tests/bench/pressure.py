@@ -36,6 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from harness import meminfo  # noqa: E402
+from test_guard import state_of as state  # noqa: E402
 
 MIB = 1 << 20
 FREE = int(os.environ.get("BENCH_FREE_MIB", "8192")) * MIB
@@ -47,14 +48,6 @@ FILE_MIB = 512
 LOOKS_RE = re.compile(r"(\d+) looks, none more than ([\d.]+) ms past its time; .* "
                       r"99% of the looks within (\d+) ms")
 ATTACH_RE = re.compile(r"page programs attached in (\d+) us: (-?[\d.]+[BKMGTPE]) above")
-
-
-def state(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
 
 
 def majflt(pid):
@@ -183,7 +176,7 @@ def measure(guard, lines, hogs, locked):
             result[f"{kind}_past_mib"] = stopped_past(hog.pid, FLOOR)
         finally:
             hog.kill()
-            hog.wait()
+            hog.wait(timeout=60)
         # Its memory back: the next hog starts with the page programs detached again.
         deadline = time.monotonic() + 60
         while sum("page programs detached" in l for l in lines) == detached:

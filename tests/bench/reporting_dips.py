@@ -35,7 +35,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from harness import meminfo  # noqa: E402
+from harness import meminfo, readline  # noqa: E402
 
 MIB = 1 << 20
 ROUNDS = int(os.environ.get("BENCH_ROUNDS", "5"))
@@ -133,7 +133,7 @@ def main():
     umtrace = os.path.join(out, "umtrace")
     trickle = subprocess.Popen([sys.executable, "-c", TRICKLE], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, text=True)
-    assert trickle.stdout.readline() == "ready\n"
+    assert readline(trickle.stdout, 120, "ready from the trickle") == "ready\n"
     ballast()	# once before, so that reporting has caught up when the floor is set
     settle()
     floor = meminfo("MemAvailable") - 1024 * MIB
@@ -164,7 +164,7 @@ def main():
         time.sleep(max(0, freed + WINDOW[0] - time.monotonic()))
         trickle.stdin.write(f"{WINDOW[1] - WINDOW[0]}\n")
         trickle.stdin.flush()
-        assert trickle.stdout.readline() == "done\n"
+        assert readline(trickle.stdout, 120, "done from the trickle") == "done\n"
         sampler.join()
         n, deepest = dips(samples)
         rounds.append(judge(freed, n, deepest, samples, lines, floor))
