@@ -342,6 +342,46 @@ out:
 	symbolizer__free(s);
 }
 
+/*
+ * A process looked at once, then gone before its next stack is read (a
+ * short job, a consumer behind): a module not opened yet (libc here) is
+ * still opened from the root held since the first look.
+ */
+static void test_first_look_then_gone(void)
+{
+	struct symbolizer *s = symbolizer__new();
+	uint64_t alpha = addr_of(sym_test_alpha, 4), sort = addr_of(qsort, 0);
+	struct sym_frame out;
+	char proc[32];
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	if (!CHECK(s && pid > 0, "setup", "errno %d", errno))
+		goto out;
+	CHECK_EQ(symbolizer__resolve(s, pid, &alpha, 1, &out), 0, "alive");
+	CHECK(streq(out.func, "sym_test_alpha"), "alive name", "got %s", str(out.func));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	CHECK(access(proc, F_OK) && errno == ENOENT, "reaped", "%s still there", proc);
+	CHECK_EQ(symbolizer__resolve(s, pid, &sort, 1, &out), 0, "gone");
+	CHECK(out.func && strstr(out.func, "qsort"), "libc opened after exit", "got %s",
+	      str(out.func));
+	CHECK(out.module && !strncmp(out.module, "libc.so", 7), "libc module", "got %s",
+	      str(out.module));
+	symbolizer__forget(s, pid);
+	pid = -1;
+out:
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	symbolizer__free(s);
+}
+
 /* A library dlopen'ed after the first look is found by re-reading maps. */
 static void test_dlopen_refresh(void)
 {
@@ -700,6 +740,7 @@ int main(void)
 	RUN_SUBTEST(test_garbage);
 	RUN_SUBTEST(test_vdso);
 	RUN_SUBTEST(test_gone_pid);
+	RUN_SUBTEST(test_first_look_then_gone);
 	RUN_SUBTEST(test_child_forget);
 	RUN_SUBTEST(test_forget_then_gone);
 	RUN_SUBTEST(test_dlopen_refresh);

@@ -250,18 +250,26 @@ int file__open_in_root(pid_t pid, const char *path, struct stat *st)
 
 int file__open_below(const char *root, const char *path, struct stat *st)
 {
-	struct stat b;
 	int dir, fd;
 
 	dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return -errno;
+	fd = file__open_under(dir, path, st);
+	close(dir);
+	return fd;
+}
+
+int file__open_under(int dir, const char *path, struct stat *st)
+{
+	struct stat b;
+	int fd;
+
 	while (*path == '/')
 		path++;
 	fd = openat2_nofollow(dir, path);
 	if (fd == -ENOSYS || fd == -EPERM)
 		fd = open_nofollow(dir, path);
-	close(dir);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &b) || !S_ISREG(b.st_mode)) {

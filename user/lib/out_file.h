@@ -62,6 +62,11 @@ struct stat;
 int file__open_in_root(pid_t pid, const char *path, struct stat *st);
 /* The same below the directory root ("/proc/PID/root"). */
 int file__open_below(const char *root, const char *path, struct stat *st);
+/*
+ * The same below an open directory: a process's root held open while it
+ * lived still resolves its paths once it has exited.
+ */
+int file__open_under(int dir, const char *path, struct stat *st);
 
 /*
  * path (absolute), below the directory root, opened O_PATH the way the

@@ -90,6 +90,13 @@ struct sym_proc {
 	struct sym_mod *mods;
 	uint64_t reported_ns;
 	uint64_t prepared_ns;		/* reported_ns when every module had its sym_mod */
+	/*
+	 * Its root directory and mount table, taken while it lived: its
+	 * files are still opened the same way once it has exited, before
+	 * its last stacks are symbolized. root -1: not ours to enter.
+	 */
+	int root;
+	char *mountinfo;
 	struct perf_map pm;
 	/*
 	 * Where files are mapped, from the same read of the maps. libdwfl
@@ -122,6 +129,8 @@ struct symbolizer {
 int sym_proc__get(struct symbolizer *s, uint32_t pid, struct sym_proc **out);
 /* Read its maps again. 0 or -errno (what was known is kept). */
 int sym_proc__report(struct symbolizer *s, struct sym_proc *p);
+/* path from its maps, opened as file__open_in_root would; fd or -errno. */
+int sym_proc__open(const struct sym_proc *p, const char *path, struct stat *st);
 /* dwfl's module for addr, if addr is in one of the process's files. */
 Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr);
 /* A sym_mod for each of its modules (an unwinder meets them unasked). */

@@ -194,9 +194,7 @@ static bool perf_map_refresh(struct sym_proc *p)
 	if (!p->nspid)
 		p->nspid = read_nspid(p->pid);
 	snprintf(path, sizeof(path), "/tmp/perf-%u.map", p->nspid);
-	if (proc__path_on_fuse((pid_t)p->pid, path))
-		return false;	/* a process serves it: it may never answer */
-	fd = file__open_in_root((pid_t)p->pid, path, &st);
+	fd = sym_proc__open(p, path, &st);
 	if ((fd == -EACCES || fd == -EPERM) && p->nspid == p->pid)
 		fd = file__open_in_root(0, path, &st);
 	if (fd < 0)

@@ -35,25 +35,37 @@
 
 /*
  * A path from /proc/PID/maps belongs to the process's mount namespace:
- * open it under /proc/PID/root, as if that were /, never through a
- * symlink (file__open_in_root: the process arranges its own files). Fall
- * back to the path as it is only when that directory may not be entered
- * (we are not root), which is right for a process that shares our root
- * and harmless otherwise.
+ * open it under its root, as if that were /, never through a symlink
+ * (file__open_in_root: the process arranges its own files), and never
+ * on a FUSE mount: a process serves it, and may never answer (-EDEADLK).
+ * -EACCES or -EPERM: its root may not be entered (we are not root).
  */
-static int open_in_root(uint32_t pid, const char *path, char **opened,
+int sym_proc__open(const struct sym_proc *p, const char *path, struct stat *st)
+{
+	if (p->mountinfo ? proc__mountinfo_on_fuse(p->mountinfo, path) :
+			   proc__path_on_fuse((pid_t)p->pid, path))
+		return -EDEADLK;
+	if (p->root >= 0)
+		return file__open_under(p->root, path, st);
+	return file__open_in_root((pid_t)p->pid, path, st);
+}
+
+/*
+ * Fall back to the path as it is only when the process's root may not be
+ * entered, which is right for a process that shares our root and
+ * harmless otherwise.
+ */
+static int open_in_root(const struct sym_proc *p, const char *path, char **opened,
 			struct stat *st)
 {
 	char buf[PATH_MAX];
 	const char *used = buf;
 	int fd;
 
-	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", pid, path) >=
+	if (snprintf(buf, sizeof(buf), "/proc/%u/root%s", p->pid, path) >=
 	    (int)sizeof(buf))
 		return -ENAMETOOLONG;
-	if (proc__path_on_fuse((pid_t)pid, path))
-		return -EPERM;	/* a process serves it: it may never answer */
-	fd = file__open_in_root((pid_t)pid, path, st);
+	fd = sym_proc__open(p, path, st);
 	if (fd == -EACCES || fd == -EPERM) {
 		used = path;
 		fd = file__open_in_root(0, path, st);
@@ -96,9 +108,9 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
 		return -1;
 	fd = -1;
 	if (proc__maps_path(name, real, sizeof(real)))
-		fd = open_in_root(m->proc->pid, real, file_name, &st);
+		fd = open_in_root(m->proc, real, file_name, &st);
 	if (fd < 0)
-		fd = open_in_root(m->proc->pid, name, file_name, &st);
+		fd = open_in_root(m->proc, name, file_name, &st);
 	if (fd < 0)
 		return -1;
 	m->ident = (struct file_ident){
@@ -189,6 +201,31 @@ Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr)
 }
 
 /*
+ * Taken with the maps, so that they describe the same process: a pid
+ * reused later is another's. The mount table is re-read with each read
+ * of the maps (a FUSE mount may come later); the last one read is kept.
+ */
+static void hold_root(struct sym_proc *p)
+{
+	char path[40];
+	char *text;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%u/mountinfo", p->pid);
+	text = proc__read_file(path, &len);
+	if (text && len) {
+		free(p->mountinfo);
+		p->mountinfo = text;
+	} else {
+		free(text);
+	}
+	if (p->root >= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/root", p->pid);
+	p->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/*
  * (Re)build the module list from /proc/PID/maps, read once into memory
  * first: a process that has died or is a zombie has no maps, and then
  * what we knew of it is kept rather than wiped.
@@ -211,6 +248,7 @@ int sym_proc__report(struct symbolizer *s, struct sym_proc *p)
 		err = -ESRCH;
 		goto out_free;
 	}
+	hold_root(p);
 	f = fmemopen(maps, len, "r");
 	if (!f) {
 		err = -errno;
@@ -253,6 +291,9 @@ static void proc_free(struct sym_proc *p)
 	perf_map__clear(&p->pm);
 	free(p->pm.ents);
 	free(p->files);
+	free(p->mountinfo);
+	if (p->root >= 0)
+		close(p->root);
 	free(p);
 }
 
@@ -275,6 +316,7 @@ static int proc_new(struct symbolizer *s, uint32_t pid, struct sym_proc **out)
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->root = -1;
 	p->dwfl = dwfl_begin(&callbacks);
 	if (!p->dwfl) {
 		err = -ENOMEM;
