@@ -156,8 +156,11 @@ def test_deb_packages(env):
                                    text=True).stdout.split()
         assert conffiles == ["/etc/umtrace/guard.conf"], conffiles
         changes = os.path.join(debdir, arch, f"umtrace_{version}_{arch}.changes")
+        # lintian leaves its mldbm-* caches in TMPDIR: in ours, removed after.
+        lint_tmp = env.tmpfile(f"lintian-{arch}")
+        os.makedirs(lint_tmp, exist_ok=True)
         lint = subprocess.run(["lintian", "--fail-on", "error", changes], capture_output=True,
-                              text=True, timeout=600)
+                              text=True, timeout=600, env={**os.environ, "TMPDIR": lint_tmp})
         tags = re.findall(r"^([EW]): \S+: (\S+)", lint.stdout, re.M)
         assert lint.returncode == 0 and not [t for t in tags if t[0] == "E"], lint.stdout
         assert {t[1] for t in tags} <= LINTIAN_ALLOWED, lint.stdout
