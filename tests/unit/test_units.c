@@ -79,6 +79,22 @@ static void test_fmt_bytes(void)
 }
 
 /* The SVG files' style: units spelled out, always one decimal. */
+static void test_fmt_bytes_signed(void)
+{
+	char b[24];
+
+	CHECK(!strcmp(fmt_bytes_signed(-(64LL << 20), false, b, sizeof(b)), "-64M"), "-64M",
+	      "got %s", b);
+	CHECK(!strcmp(fmt_bytes_signed(64LL << 20, false, b, sizeof(b)), "64M"), "64M",
+	      "got %s", b);
+	CHECK(!strcmp(fmt_bytes_signed(64LL << 20, true, b, sizeof(b)), "+64M"), "+64M",
+	      "got %s", b);
+	CHECK(!strcmp(fmt_bytes_signed(0, true, b, sizeof(b)), "+0B"), "+0B", "got %s", b);
+	/* Its magnitude has no int64_t: it must not be negated as one. */
+	CHECK(!strcmp(fmt_bytes_signed(INT64_MIN, false, b, sizeof(b)), "-8.0E"), "min",
+	      "got %s", b);
+}
+
 static void test_fmt_bytes_iec(void)
 {
 	char b[16];
@@ -98,6 +114,7 @@ int main(void)
 	RUN_SUBTEST(test_parse_long);
 	RUN_SUBTEST(test_parse_duration);
 	RUN_SUBTEST(test_fmt_bytes);
+	RUN_SUBTEST(test_fmt_bytes_signed);
 	RUN_SUBTEST(test_fmt_bytes_iec);
 	return CHECK_EXIT();
 }

@@ -108,11 +108,10 @@ static void print_text(const struct guard_status *st, bool alive)
 	       fmt_bytes(st->floor, a, sizeof(a)), fmt_bytes(st->low, b, sizeof(b)),
 	       fmt_bytes(st->drop, c, sizeof(c)), met,
 	       st->auto_resume ? fmt_bytes(st->auto_resume, d, sizeof(d)) : "off");
-	printf("host: %s %s; kernel headroom %s%s above the floor (%llds ago)\n",
+	printf("host: %s %s; kernel headroom %s above the floor (%llds ago)\n",
 	       met, fmt_bytes(st->metric_value, a, sizeof(a)),
-	       st->headroom < 0 ? "-" : "",
-	       fmt_bytes((uint64_t)(st->headroom < 0 ? -st->headroom : st->headroom), b,
-			 sizeof(b)), (long long)(now - st->updated));
+	       fmt_bytes_signed(st->headroom, false, b, sizeof(b)),
+	       (long long)(now - st->updated));
 	print_pages(st);
 	print_memlock(st);
 	printf("counters: %llu samples, %llu admission checks, %llu kernel stops, "

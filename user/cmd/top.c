@@ -234,16 +234,7 @@ static int row_cmp(const void *a, const void *b)
 
 static const char *fmt_rate(double per_h, bool known, char *buf, size_t len)
 {
-	char b[16];
-
-	if (!known)
-		return "-";
-	if (per_h < 0) {
-		snprintf(buf, len, "-%s", fmt_bytes((uint64_t)-per_h, b, sizeof(b)));
-		return buf;
-	}
-	snprintf(buf, len, "+%s", fmt_bytes((uint64_t)per_h, b, sizeof(b)));
-	return buf;
+	return known ? fmt_bytes_signed((int64_t)per_h, true, buf, len) : "-";
 }
 
 static void print_header(struct top *t, FILE *f)
@@ -287,13 +278,7 @@ static void outside_of(struct top *t, struct top_row *row)
 
 static const char *fmt_signed(int64_t v, bool known, char *buf, size_t len)
 {
-	char b[16];
-
-	if (!known)
-		return "-";
-	snprintf(buf, len, "%s%s", v < 0 ? "-" : "",
-		 fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b)));
-	return buf;
+	return known ? fmt_bytes_signed(v, false, buf, len) : "-";
 }
 
 /*

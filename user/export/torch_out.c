@@ -100,14 +100,6 @@ static const char *es_name(enum torch_es es)
 	return es == TORCH_ES_ON ? "on" : es == TORCH_ES_OFF ? "off" : "unknown";
 }
 
-static void signed_bytes(int64_t v, char *buf, size_t len)
-{
-	char b[16];
-
-	snprintf(buf, len, "%s%s", v < 0 ? "-" : "+",
-		 fmt_bytes((uint64_t)(v < 0 ? -v : v), b, sizeof(b)));
-}
-
 /* Why the verdict, in one line. */
 static void explain(const struct torch_model *m, const struct torch_verdict *v, FILE *f)
 {
@@ -119,9 +111,9 @@ static void explain(const struct torch_model *m, const struct torch_verdict *v, 
 			m->rules.window_ns / 1e9);
 		return;
 	}
-	signed_bytes(v->reserved_growth, r, sizeof(r));
-	signed_bytes(v->floor_growth, fl, sizeof(fl));
-	signed_bytes(v->peak_growth, pk, sizeof(pk));
+	fmt_bytes_signed(v->reserved_growth, true, r, sizeof(r));
+	fmt_bytes_signed(v->floor_growth, true, fl, sizeof(fl));
+	fmt_bytes_signed(v->peak_growth, true, pk, sizeof(pk));
 	fprintf(f, "  verdict %s: over the last %.1f s, allocated's floor %s and its peak %s",
 		torch_kind__name(v->kind), v->span_ns / 1e9, fl, pk);
 	if (v->reserved_known)

@@ -296,8 +296,8 @@ static void log_room(const char *what, int64_t room, const char *more)
 {
 	char b[32];
 
-	vlog("guard: page programs %s: %s%s above the floor%s", what, room < 0 ? "-" : "",
-	     fmt_bytes(room < 0 ? (uint64_t)-room : (uint64_t)room, b, sizeof(b)), more);
+	vlog("guard: page programs %s: %s above the floor%s", what,
+	     fmt_bytes_signed(room, false, b, sizeof(b)), more);
 }
 
 static void say_margin(const struct guard_arm_shared *sh, uint64_t margin, uint64_t before)

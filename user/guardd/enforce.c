@@ -161,21 +161,20 @@ static void kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len)
 {
 	char a[32], b[32];
 	int64_t room = r->headroom_pages * (int64_t)page__size();
-	uint64_t mag = room < 0 ? (uint64_t)-room : (uint64_t)room;
 
 	switch (r->reason) {
 	case UMT_GUARD_ADMISSION:
-		snprintf(buf, len, "%s of %s with %s%s above the floor",
+		snprintf(buf, len, "%s of %s with %s above the floor",
 			 cuda_api__name(r->api), fmt_bytes(r->cost_bytes, a, sizeof(a)),
-			 room < 0 ? "-" : "", fmt_bytes(mag, b, sizeof(b)));
+			 fmt_bytes_signed(room, false, b, sizeof(b)));
 		break;
 	case UMT_GUARD_FLOOR:
-		snprintf(buf, len, "a page taken %s%s past the floor", room < 0 ? "" : "-",
-			 fmt_bytes(mag, a, sizeof(a)));
+		snprintf(buf, len, "a page taken %s past the floor",
+			 fmt_bytes_signed(-room, false, a, sizeof(a)));
 		break;
 	default:
-		snprintf(buf, len, "direct reclaim with %s%s under low", room < 0 ? "" : "-",
-			 fmt_bytes(mag, a, sizeof(a)));
+		snprintf(buf, len, "direct reclaim with %s under low",
+			 fmt_bytes_signed(-room, false, a, sizeof(a)));
 		break;
 	}
 }

@@ -120,6 +120,16 @@ const char *fmt_bytes(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+const char *fmt_bytes_signed(int64_t bytes, bool plus, char *buf, size_t len)
+{
+	uint64_t mag = bytes < 0 ? (uint64_t)0 - (uint64_t)bytes : (uint64_t)bytes;
+	char b[16];
+
+	snprintf(buf, len, "%s%s", bytes < 0 ? "-" : plus ? "+" : "",
+		 fmt_bytes(mag, b, sizeof(b)));
+	return buf;
+}
+
 const char *fmt_bytes_iec(uint64_t bytes, char *buf, size_t len)
 {
 	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };

@@ -7,6 +7,7 @@
 #define UMTRACE_UNITS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* "4096", "64K", "1536M", "2G", "1T" (binary units). 0 or -EINVAL/-ERANGE. */
@@ -21,6 +22,8 @@ int parse_duration_ms(const char *s, uint64_t *out_ms);
  * longer than len - 1.
  */
 const char *fmt_bytes(uint64_t bytes, char *buf, size_t len);
+/* The same with a sign: "-64M", and "+64M" where plus asks for one. */
+const char *fmt_bytes_signed(int64_t bytes, bool plus, char *buf, size_t len);
 /*
  * Spelled out, for the SVG files' titles and tooltips: 1536 MiB ->
  * "1.5 GiB", 64 MiB -> "64.0 MiB", 512 -> "512 B" (always one decimal).
