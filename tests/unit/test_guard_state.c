@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "check.h"
 #include "guard/state.h"
+#include "lib/out_file.h"
 
 static char dir[] = "/tmp/umtrace-test-state-XXXXXX";
 
@@ -37,6 +38,20 @@ static void add_stopped(struct guard_status *st, const char *comm, const char *c
 	snprintf(s->cgroup, sizeof(s->cgroup), "%s", cgroup);
 }
 
+/* As the daemon writes it (guardd/report.c): the text, replaced at once. */
+static int write_state(const char *path, const struct guard_status *st)
+{
+	size_t len;
+	char *buf = guard_state__format(st, &len);
+	int err;
+
+	if (!buf)
+		return -1;
+	err = out_file__replace(path, buf, len, 0600);
+	free(buf);
+	return err;
+}
+
 static void test_hostile_names(void)
 {
 	const char *path = check_path(dir, "guard.state");
@@ -49,7 +64,7 @@ static void test_hostile_names(void)
 	add_stopped(st, "x\naction evil\nmetric evil", "/a\nstopped 1 stop floor 0 - y");
 	add_stopped(st, "back\\slash \\x41", "");
 	add_stopped(st, "", "/plain");
-	CHECK_EQ(guard_state__write(path, st), 0, "write");
+	CHECK_EQ(write_state(path, st), 0, "write");
 	if (!CHECK_EQ(guard_state__read(path, got), 0, "read"))
 		goto out;
 	CHECK(!strcmp(got->action, "stop") && !strcmp(got->metric, "available"),

@@ -11,7 +11,6 @@
 #include "guard/action.h"
 #include "guard/state.h"
 #include "lib/escape.h"
-#include "lib/out_file.h"
 #include "lib/log.h"
 #include "lib/procfs.h"
 
@@ -73,19 +72,6 @@ char *guard_state__format(const struct guard_status *st, size_t *len)
 		return NULL;
 	}
 	return buf;
-}
-
-int guard_state__write(const char *path, const struct guard_status *st)
-{
-	size_t len;
-	char *buf = guard_state__format(st, &len);
-	int err;
-
-	if (!buf)
-		return -ENOMEM;
-	err = out_file__replace(path, buf, len, 0600);
-	free(buf);
-	return err;
 }
 
 /* "stopped PID ACTION REASON TIME CGROUP COMM": COMM is the rest of the line. */

@@ -5,7 +5,7 @@
  * atomically, no socket, no listener. Line-based text:
  *
  *	umtrace-guard-state 1
- *	KEY VALUE			(one per line, see guard_state.c)
+ *	KEY VALUE			(one per line, see state.c)
  *	stopped PID ACTION REASON TIME_UNIX CGROUP COMM
  *
  * CGROUP ("-" if none) and COMM are tokens (esc__token(): \xNN for a
@@ -55,8 +55,6 @@ struct guard_status {
 
 /* The file's text (the caller frees it), or NULL with errno set. */
 char *guard_state__format(const struct guard_status *st, size_t *len);
-/* Atomic replace (out_file__replace, 0600). 0 or -errno. */
-int guard_state__write(const char *path, const struct guard_status *st);
 /* 0, -ENOENT (no guard has run), -EINVAL (not a state file), -errno. */
 int guard_state__read(const char *path, struct guard_status *st);
 /* The same, saying in one line why it could not be read. */
