@@ -527,10 +527,10 @@ int BPF_PROG(task_exit, struct task_struct *task)
 	return 0;
 }
 
-/* execve drops pending return probes: close the window here instead. */
 /*
- * Linux 6.10+: exec is about to tear down the old image. A window closed
- * here does not count the old address space's pages being freed.
+ * execve drops pending return probes: close the window here instead.
+ * Linux 6.10+: exec is about to tear down the old image, and a window
+ * closed here does not count the old address space's pages being freed.
  */
 SEC("tp_btf/sched_prepare_exec")
 int BPF_PROG(task_prepare_exec, struct task_struct *task, struct linux_binprm *bprm)

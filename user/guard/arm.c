@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include "guard/arm.h"
+#include "lib/sys.h"
 
 /*
  * Enough pages that a fault's fixed cost is averaged (8 huge pages, 4096
@@ -115,14 +116,6 @@ unsigned int guard_arm__next_look_ms(bool have_room, int64_t room, uint64_t marg
 	return ms > GUARD_LOOK_MAX_MS ? GUARD_LOOK_MAX_MS : (unsigned int)ms;
 }
 
-static uint64_t cpu_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
-}
-
 /* One pass over fresh memory; bytes a CPU second, 0 if it could not map. */
 static uint64_t fault_once(bool huge)
 {
@@ -136,10 +129,10 @@ static uint64_t fault_once(bool huge)
 	at = (char *)(((uintptr_t)map + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
 	/* Either may be refused (no THP here): the pass measures what it gets. */
 	madvise((void *)at, RATE_BYTES, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-	t0 = cpu_ns();
+	t0 = clock__ns_of(CLOCK_THREAD_CPUTIME_ID);
 	for (i = 0; i < RATE_BYTES; i += page)
 		at[i] = 1;
-	ns = cpu_ns() - t0;
+	ns = clock__ns_of(CLOCK_THREAD_CPUTIME_ID) - t0;
 	munmap(map, len);
 	return ns ? (uint64_t)((unsigned __int128)RATE_BYTES * 1000000000ULL / ns) : 0;
 }

@@ -2,7 +2,7 @@
 /*
  * Which processes the guard may stop, from --scope: parsed once, matched
  * against a process's pid, name and cgroup. Pure: no /proc, no BPF (the
- * kernel's half of the scope is guard/scope_kernel.c).
+ * kernel's half of the scope is guardd/scope_kernel.c).
  */
 #include <ctype.h>
 #include <errno.h>

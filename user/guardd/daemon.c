@@ -2,8 +2,8 @@
 /*
  * The guard daemon: arm the kernel side (bpf/guard.bpf.h), turn its
  * records into who-holds-what and stops, sample on every tick
- * (guard/tick.c), and disarm on SIGINT or SIGTERM. Its state is struct
- * guard (guard/guard.h); it is made and torn down here alone.
+ * (guardd/tick.c), and disarm on SIGINT or SIGTERM. Its state is struct
+ * guard (guardd/guard.h); it is made and torn down here alone.
  */
 #include <errno.h>
 #include <signal.h>

@@ -71,7 +71,7 @@ struct guard_proc {
 	char cgroup[512];
 };
 
-/* What the command line and the config file ask for (guard/opts.c). */
+/* What the command line and the config file ask for (guardd/opts.c). */
 struct guard_opts {
 	struct guard_config cfg;
 	struct attach_opts ao;

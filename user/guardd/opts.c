@@ -3,7 +3,7 @@
  * umtrace guard's options: the config file first (--config), then the
  * command line on top of it, both through guard_config so that a key in
  * the file and its flag mean the same thing. Options only: what they set
- * up is the daemon's (guard/daemon.c).
+ * up is the daemon's (guardd/daemon.c).
  */
 #include <errno.h>
 #include <getopt.h>
