@@ -93,7 +93,8 @@ struct sym_proc {
 	/*
 	 * Its root directory and mount table, taken while it lived: its
 	 * files are still opened the same way once it has exited, before
-	 * its last stacks are symbolized. root -1: not ours to enter.
+	 * its last stacks are symbolized. root -1: not ours to enter;
+	 * mountinfo "": nothing is on FUSE, NULL: not read yet.
 	 */
 	int root;
 	char *mountinfo;

@@ -203,7 +203,10 @@ Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr)
 /*
  * Taken with the maps, so that they describe the same process: a pid
  * reused later is another's. The mount table is re-read with each read
- * of the maps (a FUSE mount may come later); the last one read is kept.
+ * of the maps (a FUSE mount may come later); the last one read is kept,
+ * and whole only if it has a FUSE mount (" - fuse", " - fuseblk"...; a
+ * space in a mount point is written \040): a container host's table is
+ * hundreds of KiB a process, and the guard locks what it holds.
  */
 static void hold_root(struct sym_proc *p)
 {
@@ -213,11 +216,16 @@ static void hold_root(struct sym_proc *p)
 
 	snprintf(path, sizeof(path), "/proc/%u/mountinfo", p->pid);
 	text = proc__read_file(path, &len);
-	if (text && len) {
+	if (!text || !len) {
+		free(text);
+		text = NULL;
+	} else if (!strstr(text, " - fuse")) {
+		free(text);
+		text = strdup("");	/* read: nothing is on FUSE */
+	}
+	if (text) {
 		free(p->mountinfo);
 		p->mountinfo = text;
-	} else {
-		free(text);
 	}
 	if (p->root >= 0)
 		return;
