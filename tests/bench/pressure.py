@@ -17,7 +17,8 @@ came within, the latest; from the guard's exit line), the major faults
 the daemon and its helper took while it ran (/proc/PID/stat), the
 arming's attach (its time and where it was made, from -v), and how far
 past the floor each hog was stopped (negative: before it), from
-MemAvailable's best in the 0.3 s after the stop, once the VM's free page
+MemAvailable's best in the 0.3 s after the stop (free pages moved onto the
+per-CPU lists since set aside), once the VM's free page
 reporting has settled (test_guard.reporting_settled).
 
 Prints a table; writes OUT/bench/pressure.json. Needs root, and
@@ -37,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from harness import meminfo  # noqa: E402
-from test_guard import reporting_settled, state_of as state  # noqa: E402
+from test_guard import available_since, pcp_bytes, state_of as state  # noqa: E402
 
 MIB = 1 << 20
 FREE = int(os.environ.get("BENCH_FREE_MIB", "8192")) * MIB
@@ -95,13 +96,9 @@ def stopped_past(pid, floor, timeout=180):
         if time.monotonic() > deadline or state(pid) is None:
             return None
         time.sleep(0.001)
-    reporting_settled()	# as the tests measure a stop: not inside a reporting pass
-    best = meminfo("MemAvailable")
-    until = time.monotonic() + 0.3
-    while time.monotonic() < until:
-        time.sleep(0.01)
-        best = max(best, meminfo("MemAvailable"))
-    return (floor - best) / MIB
+    # As the tests measure a stop: not inside a reporting pass, and free
+    # pages moved onto the per-CPU lists since are not taken.
+    return (floor - available_since(pcp_bytes())) / MIB
 
 
 def run(out, locked):

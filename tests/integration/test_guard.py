@@ -18,19 +18,24 @@ MIB = 1 << 20
 GIB = 1 << 30
 
 
-def usable():
-    """MemAvailable plus the pages on the per-CPU free lists: free, but in
-    no /proc/meminfo figure, and handed out before MemFree is touched.
-    Since Linux 6.7 the lists keep up to a GiB a CPU after a burst of
-    frees (a test before this one), so a floor set below MemAvailable
-    alone might never be reached."""
+def pcp_bytes():
+    """Bytes on the per-CPU free lists (/proc/zoneinfo's pagesets): free,
+    but in no /proc/meminfo figure."""
     pages = 0
     with open("/proc/zoneinfo") as f:
         for line in f:
             w = line.split()
             if len(w) == 2 and w[0] == "count:":
                 pages += int(w[1])
-    return meminfo() + pages * os.sysconf("SC_PAGE_SIZE")
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def usable():
+    """MemAvailable plus the pages on the per-CPU free lists, which are
+    handed out before MemFree is touched. Since Linux 6.7 the lists keep
+    up to a GiB a CPU after a burst of frees (a test before this one), so
+    a floor set below MemAvailable alone might never be reached."""
+    return meminfo() + pcp_bytes()
 
 
 def to_cross(floor, size=64 * MIB, spare=GIB):
@@ -57,6 +62,15 @@ def wait_state(pid, want, timeout=20):
             return False
         time.sleep(0.005)
     return False
+
+
+def wait_stopped(pid, timeout):
+    """Wait for pid's stop (state T). Returns the bytes on the per-CPU free
+    lists then, which stopped_past measures from; None if it was not
+    stopped in time."""
+    if not wait_state(pid, "T", timeout):
+        return None
+    return pcp_bytes()
 
 
 def rss(pid):
@@ -93,14 +107,31 @@ def reporting_settled(timeout=20):
             last, since = now, time.monotonic()
 
 
-def stopped_past(pid, floor, timeout=10):
+def available_since(lists):
+    """MemAvailable as it would read with lists bytes on the per-CPU free
+    lists, the highest over 0.3 s once a free page reporting pass is over
+    (reporting_settled). Free pages moving between MemFree and the lists
+    (a list refilled by another process's allocation, or drained) leave it
+    where it is: only pages handed out move it. A shorter dip is left out
+    by taking the highest reading."""
+    reporting_settled()
+    best = usable() - lists
+    until = time.monotonic() + 0.3
+    while time.monotonic() < until:
+        time.sleep(0.01)
+        best = max(best, usable() - lists)
+    return best
+
+
+def stopped_past(pid, floor, lists, timeout=10):
     """How far past the floor MemAvailable is once every thread of pid has
-    stopped (a thread inside a MAP_POPULATE finishes it first). Read then:
-    what other processes take afterwards, or a VM's free page reporting
-    holds, is not the guard's doing: a reporting pass is waited out
-    (reporting_settled), and the highest reading over 0.3 s, while the hog
-    must stay put, leaves a shorter dip out. A live guard may let a kernel
-    stop go (the crossing did not last): wait_told first."""
+    stopped (a thread inside a MAP_POPULATE finishes it first): as it was
+    then, plus what the job took since (it must take nothing), not what
+    other processes take afterwards, nor free pages moved onto the
+    per-CPU lists by their allocations since the stop was seen with lists
+    bytes on them (20 to 40 MiB on this VM within a second of a stop),
+    nor what a VM's free page reporting holds. A live guard may let a
+    kernel stop go (the crossing did not last): wait_told first."""
     deadline = time.monotonic() + timeout
     while True:
         states = []
@@ -112,12 +143,7 @@ def stopped_past(pid, floor, timeout=10):
         assert time.monotonic() < deadline, f"threads of {pid} not all stopped: {states}"
         time.sleep(0.001)
     held = rss(pid)
-    reporting_settled()
-    best = meminfo()
-    until = time.monotonic() + 0.3
-    while time.monotonic() < until:
-        time.sleep(0.01)
-        best = max(best, meminfo())
+    best = available_since(lists)
     assert rss(pid) == held, f"the stopped job took {(rss(pid) - held) / MIB:.1f} MiB more"
     return floor - best
 
@@ -233,9 +259,10 @@ def test_guard_gpu_hog_stopped_before_floor(env):
         assert hog.poll() is None, "the hog finished: never stopped"
         min_avail = min(min_avail, meminfo())
         time.sleep(0.002)
+    lists = pcp_bytes()
     assert state_of(hog.pid) == "T", "the hog was not stopped"
     wait_told(g, hog.pid, 30)
-    past = stopped_past(hog.pid, floor)
+    past = stopped_past(hog.pid, floor, lists)
     # Stopped at a call's entry, before the call: it should not cross the
     # floor, but a stop at the floor itself leaves no room for a VM's free
     # page reporting, which holds free pages out of MemFree for a moment.
@@ -372,9 +399,10 @@ def test_guard_page_hog_stopped_at_floor(env):
     g = Guard(env, floor, extra=["--scope", "comm:^pagehog$"])
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t", to_cross(floor, MIB),
                      "-w", "5000"])
-    assert wait_state(hog.pid, "T", 30), f"pagehog not stopped (state {state_of(hog.pid)})"
+    lists = wait_stopped(hog.pid, 30)
+    assert lists is not None, f"pagehog not stopped (state {state_of(hog.pid)})"
     wait_told(g, hog.pid, 30)
-    past = stopped_past(hog.pid, floor)
+    past = stopped_past(hog.pid, floor, lists)
     print(f"    stopped {past / MIB:+.1f} MiB past the floor")
     hog.kill()
     err = g.stop()
@@ -716,8 +744,9 @@ def test_guard_killed_leaves_kernel_side_armed(env):
     assert not status["running"] and status["kernel_armed"], status
     hog = env.popen([env.alloc_mix, "-n", to_cross(floor), "-s", "64M", "-a", "alloc", "-k",
                      "-o", "/dev/null"])
-    assert wait_state(hog.pid, "T", 30), "the orphaned kernel side did not stop the hog"
-    past = stopped_past(hog.pid, floor)
+    lists = wait_stopped(hog.pid, 30)
+    assert lists is not None, "the orphaned kernel side did not stop the hog"
+    past = stopped_past(hog.pid, floor, lists)
     print(f"    orphaned kernel side stopped the hog {past / MIB:+.1f} MiB past the floor")
     assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
     hog.kill()
@@ -744,8 +773,9 @@ def test_guard_killed_sees_memory_freed_after(env):
     extra.wait(timeout=30)
     hog = env.popen([env.alloc_mix, "-n", to_cross(floor), "-s", "64M", "-a", "alloc", "-k",
                      "-o", "/dev/null"])
-    assert wait_state(hog.pid, "T", 30), "the orphaned kernel side did not stop the hog"
-    past = stopped_past(hog.pid, floor)
+    lists = wait_stopped(hog.pid, 30)
+    assert lists is not None, "the orphaned kernel side did not stop the hog"
+    past = stopped_past(hog.pid, floor, lists)
     print(f"    orphaned kernel side, a GiB freed after its death: stopped {past / MIB:+.1f} "
           "MiB past the floor")
     hog.kill()
@@ -824,9 +854,10 @@ def test_guard_page_hog_from_far_crosses_the_arming(env):
     assert 0 < margin < 4 * GIB, st
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4",
                      "-t", to_cross(floor, MIB), "-w", "5000"])
-    assert wait_state(hog.pid, "T", 60), f"pagehog not stopped (state {state_of(hog.pid)})"
+    lists = wait_stopped(hog.pid, 60)
+    assert lists is not None, f"pagehog not stopped (state {state_of(hog.pid)})"
     wait_told(g, hog.pid, 30)
-    past = stopped_past(hog.pid, floor)
+    past = stopped_past(hog.pid, floor, lists)
     st = json.loads(g.umtrace("status", "--json").stdout)
     print(f"    margin {margin / MIB:.0f} MiB; stopped {past / MIB:+.1f} MiB past the floor")
     hog.kill()
@@ -860,13 +891,13 @@ def test_guard_killed_while_detached_attaches_the_page_programs(env):
         time.sleep(0.05)
     hog.stdin.write("go\n")
     hog.stdin.close()
-    stopped = wait_state(hog.pid, "T", 60)
-    past = stopped_past(hog.pid, floor) if stopped else None
+    lists = wait_stopped(hog.pid, 60)
+    past = stopped_past(hog.pid, floor, lists) if lists is not None else None
     hog.kill()
     hog.wait(timeout=30)
     g2 = Guard(env, floor)
     g2.stop()
-    assert stopped, "the orphaned kernel side did not stop the hog"
+    assert lists is not None, "the orphaned kernel side did not stop the hog"
     print(f"    orphaned, attached by the helper: stopped {past / MIB:+.1f} MiB past the floor")
     assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
     assert page_links(progs) == 0, "page programs left attached after a clean exit"
@@ -1284,9 +1315,10 @@ def test_guard_stops_at_the_floor_while_the_page_cache_thrashes(env):
     hog = env.popen([os.path.join(env.tests, "pagehog"), "-c", "4", "-t",
                      to_cross(floor, MIB), "-w", "5000"])
     try:
-        assert wait_state(hog.pid, "T", 60), f"pagehog not stopped (state {state_of(hog.pid)})"
+        lists = wait_stopped(hog.pid, 60)
+        assert lists is not None, f"pagehog not stopped (state {state_of(hog.pid)})"
         st = wait_told(g, hog.pid, 30)
-        past = stopped_past(hog.pid, floor)
+        past = stopped_past(hog.pid, floor, lists)
         evicted = vmstat("pgscan_kswapd", "pgscan_direct") - scanned
     finally:
         hog.kill()
