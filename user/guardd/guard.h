@@ -146,9 +146,9 @@ void guard_opts__free(struct guard_opts *o);
 
 /* daemon.c: arm, run until SIGINT or SIGTERM, disarm; the exit code. Takes o. */
 int guard__run(struct guard_opts *o);
-/* May what the guard maps later be locked too (CAP_IPC_LOCK, no limit)? */
+/* memlock.c: may what the guard maps later be locked too (CAP_IPC_LOCK, no limit)? */
 bool guard__may_lock_more(void);
-/* Lock the calling process's memory as far as it may (mem__lock). */
+/* memlock.c: lock the calling process's memory as far as it may (mem__lock). */
 enum mem_lock guard__lock_memory(int *err);
 
 /* The state file and metrics from a snapshot of now (guard/report.h). */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/out_file.h"
 #include "lib/procfs.h"
 
 char *proc__read_fd(int fd, size_t *len)
@@ -165,6 +166,16 @@ int proc__environ(pid_t pid, const char *name, char *buf, size_t len)
 	err = proc__environ_find(env, n, name, buf, len);
 	free(env);
 	return err;
+}
+
+int proc__open_seen(pid_t pid, int root, const char *mountinfo, const char *path,
+		    struct stat *st)
+{
+	if (mountinfo ? proc__mountinfo_on_fuse(mountinfo, path) : proc__path_on_fuse(pid, path))
+		return -EDEADLK;
+	if (root >= 0)
+		return file__open_under(root, path, st);
+	return file__open_in_root(pid, path, st);
 }
 
 const char *cgroup2__root(void)

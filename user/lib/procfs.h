@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The process's cgroup v2 path relative to the root ("/a/b"). 0 or -errno. */
@@ -46,6 +47,16 @@ bool proc__maps_path(const char *src, char *dst, size_t len);
 bool proc__path_on_fuse(pid_t pid, const char *path);
 /* The same over a mountinfo file's text. */
 bool proc__mountinfo_on_fuse(const char *mountinfo, const char *path);
+
+/*
+ * Open path (as /proc/PID/maps names it) as the process sees it: under
+ * root, its root directory held open (file__open_under), or when root is
+ * -1 under /proc/PID/root (file__open_in_root); never through a symlink,
+ * and never on a FUSE mount of its mountinfo (NULL: read it now):
+ * -EDEADLK. fd or -errno; -EACCES or -EPERM: its root may not be entered.
+ */
+int proc__open_seen(pid_t pid, int root, const char *mountinfo, const char *path,
+		    struct stat *st);
 
 /*
  * Where cgroup v2 is mounted: /sys/fs/cgroup on unified hosts,

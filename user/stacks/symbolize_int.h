@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include "lib/hashtab.h"
+#include "lib/procfs.h"
 #include "lib/strtab.h"
 #include "stacks/symbolize.h"
 
@@ -130,8 +131,15 @@ struct symbolizer {
 int sym_proc__get(struct symbolizer *s, uint32_t pid, struct sym_proc **out);
 /* Read its maps again. 0 or -errno (what was known is kept). */
 int sym_proc__report(struct symbolizer *s, struct sym_proc *p);
-/* path from its maps, opened as file__open_in_root would; fd or -errno. */
-int sym_proc__open(const struct sym_proc *p, const char *path, struct stat *st);
+/*
+ * path from its maps, opened under the root held from its first look
+ * (proc__open_seen: the process arranges its own files, and may serve
+ * them itself); fd or -errno.
+ */
+static inline int sym_proc__open(const struct sym_proc *p, const char *path, struct stat *st)
+{
+	return proc__open_seen((pid_t)p->pid, p->root, p->mountinfo, path, st);
+}
 /* dwfl's module for addr, if addr is in one of the process's files. */
 Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr);
 /* A sym_mod for each of its modules (an unwinder meets them unasked). */

@@ -34,23 +34,6 @@
 /* ---- opening files ---- */
 
 /*
- * A path from /proc/PID/maps belongs to the process's mount namespace:
- * open it under its root, as if that were /, never through a symlink
- * (file__open_in_root: the process arranges its own files), and never
- * on a FUSE mount: a process serves it, and may never answer (-EDEADLK).
- * -EACCES or -EPERM: its root may not be entered (we are not root).
- */
-int sym_proc__open(const struct sym_proc *p, const char *path, struct stat *st)
-{
-	if (p->mountinfo ? proc__mountinfo_on_fuse(p->mountinfo, path) :
-			   proc__path_on_fuse((pid_t)p->pid, path))
-		return -EDEADLK;
-	if (p->root >= 0)
-		return file__open_under(p->root, path, st);
-	return file__open_in_root((pid_t)p->pid, path, st);
-}
-
-/*
  * Fall back to the path as it is only when the process's root may not be
  * entered, which is right for a process that shares our root and
  * harmless otherwise.
