@@ -85,7 +85,7 @@ static void test_spike_recovers(void)
 	CHECK_EQ(SERIES(&p, &st, &a, 20000, 18000, 5000, 2900, 4000, 3500, 2400, 3500, 6000),
 		 NO_STOP, "spike");
 	CHECK_EQ(a.kind, GUARD_NONE, "spike kind");
-	CHECK_EQ(a.reason, GUARD_REASON_NONE, "spike reason");
+	CHECK_EQ(a.rule, GUARD_RULE_NONE, "spike reason");
 	CHECK(!a.text[0], "spike text", "got '%s'", a.text);
 }
 
@@ -97,14 +97,14 @@ static void test_big_drop_below_low(void)
 
 	guard_state__init(&st);
 	CHECK_EQ(SERIES(&p, &st, &a, 6000, 5000, 2400), 2, "drop");
-	CHECK_EQ(a.reason, GUARD_REASON_DROP, "reason");
+	CHECK_EQ(a.rule, GUARD_RULE_DROP, "reason");
 	CHECK_EQ(a.pid, 200, "victim");
 	CHECK_EQ(a.host_bytes, 9 * GIB, "victim bytes");
 	CHECK_EQ(a.metric, 2400 * MIB, "metric");
 	CHECK(!strcmp(a.text, "drop 2.5G in one sample, 2.3G left < low 2.9G"), "text",
 	      "got '%s'", a.text);
-	CHECK(!strcmp(guard_policy__reason_name(a.reason), "drop"), "name", "got %s",
-	      guard_policy__reason_name(a.reason));
+	CHECK(!strcmp(guard_rule__name(a.rule), "drop"), "name", "got %s",
+	      guard_rule__name(a.rule));
 }
 
 static void test_big_drop_above_low(void)
@@ -133,7 +133,7 @@ static void test_slow_slide_two_samples(void)
 	CHECK_EQ(SERIES(&p, &st, &a, 3200, 2900, 2700, 2550, 2450, 2600, 2450), NO_STOP,
 		 "one sample under, back over, one under");
 	CHECK_EQ(SERIES(&p, &st, &a, 2400), 0, "second consecutive sample under");
-	CHECK_EQ(a.reason, GUARD_REASON_FLOOR, "reason");
+	CHECK_EQ(a.rule, GUARD_RULE_UNDER_FLOOR, "reason");
 	CHECK_EQ(a.pid, 200, "victim");
 	CHECK(!strcmp(a.text, "2.3G left < floor 2.4G for 2 samples"), "text", "got '%s'",
 	      a.text);
@@ -167,14 +167,14 @@ static void test_after_stop_needs_further_fall(void)
 	jobs[0].already_stopped = true;
 	CHECK_EQ(SERIES(&p, &st, &a, 3100, 2450), NO_STOP, "re-armed, one sample");
 	CHECK_EQ(SERIES(&p, &st, &a, 2450), NO_STOP, "nobody left to stop");
-	CHECK_EQ(a.reason, GUARD_REASON_NO_VICTIM, "no victim");
+	CHECK_EQ(a.rule, GUARD_RULE_NO_VICTIM, "no victim");
 	jobs[0].already_stopped = jobs[1].already_stopped = false;
 
 	/* A drop rule stop is not held back by an earlier stop. */
 	guard_state__init(&st);
 	CHECK_EQ(SERIES(&p, &st, &a, 2450, 2400), 1, "floor stop");
 	CHECK_EQ(SERIES(&p, &st, &a, 5000, 2200), 1, "drop stop right after");
-	CHECK_EQ(a.reason, GUARD_REASON_DROP, "drop");
+	CHECK_EQ(a.rule, GUARD_RULE_DROP, "drop");
 }
 
 /*
@@ -195,7 +195,7 @@ static void test_kernel_stop_answers_the_fall(void)
 	CHECK_EQ(SERIES(&p, &st, &a, 2200, 2190), NO_STOP, "flat under the floor");
 	CHECK_EQ(SERIES(&p, &st, &a, 1850, 1840), 1, "still falling");
 	CHECK_EQ(a.pid, 100, "the other job");
-	CHECK_EQ(a.reason, GUARD_REASON_FLOOR, "floor");
+	CHECK_EQ(a.rule, GUARD_RULE_UNDER_FLOOR, "floor");
 	/* The policy's own stop is no answer to the next fall. */
 	jobs[0].already_stopped = true;
 	CHECK_EQ(SERIES(&p, &st, &a, 1840), NO_STOP, "its own stop shows");
@@ -215,7 +215,7 @@ static void test_kernel_stop_answers_the_fall(void)
 	guard_state__init(&st);
 	CHECK_EQ(SERIES(&p, &st, &a, 6000, 2200), 1, "drop");
 	CHECK_EQ(a.pid, 200, "biggest");
-	CHECK_EQ(a.reason, GUARD_REASON_DROP, "drop reason");
+	CHECK_EQ(a.rule, GUARD_RULE_DROP, "drop reason");
 }
 
 static void test_metric_free(void)
@@ -273,7 +273,7 @@ static void test_auto_resume_hysteresis(void)
 	}
 	a = feed(&p, &st, 9000, c, 3);
 	CHECK_EQ(a.kind, GUARD_RESUME, "third in a row");
-	CHECK_EQ(a.reason, GUARD_REASON_RECOVERED, "reason");
+	CHECK_EQ(a.rule, GUARD_RULE_RECOVERED, "reason");
 	CHECK_EQ(a.pid, 100, "smallest of those the guard stopped");
 	CHECK(!strcmp(a.text, "8.8G left > auto-resume 8.0G for 3 samples"), "text", "got '%s'",
 	      a.text);
@@ -383,12 +383,12 @@ static void test_victim_choice(void)
 	guard_policy__decide(&p, &st, &s1, none, 4);
 	a = guard_policy__decide(&p, &st, &s2, none, 4);
 	CHECK_EQ(a.kind, GUARD_NONE, "nobody");
-	CHECK_EQ(a.reason, GUARD_REASON_NO_VICTIM, "reason");
+	CHECK_EQ(a.rule, GUARD_RULE_NO_VICTIM, "reason");
 	CHECK_EQ(a.pid, 0, "pid");
 	CHECK(!strcmp(a.text, "drop 3.9G in one sample, 2.0G left < low 2.9G; no victim among 4 processes (1 protected, 1 out of scope, 1 stopped, 1 without GPU memory)"),
 	      "text", "got '%s'", a.text);
-	CHECK(!strcmp(guard_policy__reason_name(a.reason), "no_victim"), "name", "got %s",
-	      guard_policy__reason_name(a.reason));
+	CHECK(!strcmp(guard_rule__name(a.rule), "no_victim"), "name", "got %s",
+	      guard_rule__name(a.rule));
 
 	guard_state__init(&st);
 	guard_policy__decide(&p, &st, &s1, NULL, 0);

@@ -294,7 +294,7 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 					 const struct guard_sample *s,
 					 const struct guard_candidate *c, size_t n)
 {
-	struct guard_action a = { .kind = GUARD_NONE, .reason = GUARD_REASON_NONE };
+	struct guard_action a = { .kind = GUARD_NONE, .rule = GUARD_RULE_NONE };
 	const struct guard_candidate *v;
 	uint64_t m = guard_policy__metric(p, s), prev, bar;
 	char b1[16], b2[16], b3[16];
@@ -344,12 +344,12 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 
 	fmt_bytes(m, b2, sizeof(b2));
 	if (st->fall >= p->drop && m < p->low && !answered) {
-		a.reason = GUARD_REASON_DROP;
+		a.rule = GUARD_RULE_DROP;
 		snprintf(a.text, sizeof(a.text), "drop %s in one sample, %s left < low %s",
 			 fmt_bytes(st->fall, b1, sizeof(b1)), b2,
 			 fmt_bytes(p->low, b3, sizeof(b3)));
 	} else if (st->below_floor >= 2) {
-		a.reason = GUARD_REASON_FLOOR;
+		a.rule = GUARD_RULE_UNDER_FLOOR;
 		snprintf(a.text, sizeof(a.text), "%s left < floor %s for 2 samples%s", b2,
 			 fmt_bytes(p->floor, b3, sizeof(b3)),
 			 bar < p->floor ? ", still falling since the last stop" : "");
@@ -358,7 +358,7 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 		if (!v)
 			return a;
 		a.kind = GUARD_RESUME;
-		a.reason = GUARD_REASON_RECOVERED;
+		a.rule = GUARD_RULE_RECOVERED;
 		a.pid = v->pid;
 		a.host_bytes = v->host_bytes;
 		snprintf(a.text, sizeof(a.text), "%s left > auto-resume %s for %u samples", b2,
@@ -372,7 +372,7 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 
 	v = pick_victim(c, n, &t);
 	if (!v) {
-		a.reason = GUARD_REASON_NO_VICTIM;
+		a.rule = GUARD_RULE_NO_VICTIM;
 		append(a.text, sizeof(a.text),
 		       "; no victim among %zu processes (%zu protected, %zu out of scope, %zu stopped, %zu without GPU memory)",
 		       n, t.protected, t.out_of_scope, t.stopped, t.no_memory);
@@ -415,18 +415,18 @@ unsigned int guard_policy__next_interval_ms(const struct guard_policy *p,
 	return (unsigned int)iv;
 }
 
-const char *guard_policy__reason_name(enum guard_reason r)
+const char *guard_rule__name(enum guard_rule r)
 {
 	switch (r) {
-	case GUARD_REASON_DROP:
+	case GUARD_RULE_DROP:
 		return "drop";
-	case GUARD_REASON_FLOOR:
+	case GUARD_RULE_UNDER_FLOOR:
 		return "floor";
-	case GUARD_REASON_RECOVERED:
+	case GUARD_RULE_RECOVERED:
 		return "recovered";
-	case GUARD_REASON_NO_VICTIM:
+	case GUARD_RULE_NO_VICTIM:
 		return "no_victim";
-	case GUARD_REASON_NONE:
+	case GUARD_RULE_NONE:
 		break;
 	}
 	return "none";

@@ -108,23 +108,27 @@ enum guard_action_kind {
 	GUARD_RESUME,
 };
 
-enum guard_reason {
-	GUARD_REASON_NONE,	/* nothing to do */
-	GUARD_REASON_DROP,	/* rule (a) */
-	GUARD_REASON_FLOOR,	/* rule (b) */
-	GUARD_REASON_RECOVERED,	/* auto-resume */
-	GUARD_REASON_NO_VICTIM,	/* a rule fired, but nobody may be stopped */
+/*
+ * Which of the sampled rules fired: a stop it makes has the one stop
+ * reason UMT_GUARD_POLICY (bpf/umtrace.h); this says why, in its text.
+ */
+enum guard_rule {
+	GUARD_RULE_NONE,	/* nothing to do */
+	GUARD_RULE_DROP,	/* rule (a) */
+	GUARD_RULE_UNDER_FLOOR,	/* rule (b) */
+	GUARD_RULE_RECOVERED,	/* auto-resume */
+	GUARD_RULE_NO_VICTIM,	/* a rule fired, but nobody may be stopped */
 };
 
-#define GUARD_REASON_TEXT 192
+#define GUARD_RULE_TEXT 192
 
 struct guard_action {
 	enum guard_action_kind kind;
-	enum guard_reason reason;
+	enum guard_rule rule;
 	pid_t pid;		/* the process to stop or resume; 0 with GUARD_NONE */
 	uint64_t host_bytes;	/* its GPU-attributed host memory */
 	uint64_t metric;	/* the sample's metric */
-	char text[GUARD_REASON_TEXT];	/* for a log line; "" with GUARD_REASON_NONE */
+	char text[GUARD_RULE_TEXT];	/* for a log line; "" with GUARD_RULE_NONE */
 };
 
 /*
@@ -169,8 +173,8 @@ struct guard_action guard_policy__decide(const struct guard_policy *p, struct gu
 unsigned int guard_policy__next_interval_ms(const struct guard_policy *p,
 					    const struct guard_state *st);
 
-/* "drop", "floor", "recovered", "no_victim", "none": metric label values. */
-const char *guard_policy__reason_name(enum guard_reason r);
+/* "drop", "floor", "recovered", "no_victim", "none": the rule, as a resume says it. */
+const char *guard_rule__name(enum guard_rule r);
 /* "available" or "free". */
 const char *guard_metric__name(enum guard_metric m);
 int guard_metric__parse(const char *s, enum guard_metric *out);

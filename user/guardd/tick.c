@@ -120,7 +120,7 @@ static void apply(struct guard *g, const struct guard_action *a)
 	struct guard_proc *p;
 
 	if (a->kind == GUARD_NONE) {
-		if (a->reason == GUARD_REASON_NO_VICTIM)
+		if (a->rule == GUARD_RULE_NO_VICTIM)
 			log__repeat(&g->no_victim, clock__mono_ms(), "guard: %s, but no process "
 				    "in scope may be stopped", a->text);
 		else
@@ -132,7 +132,7 @@ static void apply(struct guard *g, const struct guard_action *a)
 	if (!p)
 		return;
 	if (a->kind == GUARD_RESUME) {
-		guard__resume(g, p, "recovered");
+		guard__resume(g, p, guard_rule__name(a->rule));
 		return;
 	}
 	g->policy_stops++;
