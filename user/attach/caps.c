@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/prctl.h>
 #include "attach/caps.h"
+#include "lib/procfs.h"
 
 static bool has_flag(cap_t c, cap_value_t cap, cap_flag_t which)
 {
@@ -36,18 +38,11 @@ static bool in_list(const cap_value_t *v, size_t n, cap_value_t cap)
 /* The process's thread count, from /proc/self/status; 0 if unknown. */
 static unsigned int threads(void)
 {
-	unsigned int n = 0;
-	char line[128];
-	FILE *f;
+	char buf[32];
 
-	f = fopen("/proc/self/status", "re");
-	if (!f)
+	if (proc__status(0, "Threads", buf, sizeof(buf)))
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Threads: %u", &n) == 1)
-			break;
-	fclose(f);
-	return n;
+	return (unsigned int)strtoul(buf, NULL, 10);
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "attach/torch.h"
 #include "lib/escape.h"
 #include "lib/log.h"
+#include "lib/procfs.h"
 #include "attach/probes.h"
 #include "umtrace.h"
 #include "umtrace.skel.h"
@@ -32,18 +33,11 @@
 
 static uint64_t effective_caps(void)
 {
-	char line[256];
-	uint64_t caps = 0;
-	FILE *f;
+	char buf[32];
 
-	f = fopen("/proc/self/status", "re");
-	if (!f)
+	if (proc__status(0, "CapEff", buf, sizeof(buf)))
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", (unsigned long long *)&caps) == 1)
-			break;
-	fclose(f);
-	return caps;
+	return strtoull(buf, NULL, 16);
 }
 
 static bool has_caps(void)

@@ -469,26 +469,19 @@ int protect__resolve(struct protect_set *ps, bool strict, char *err, size_t errl
 
 /* --- the same decision from /proc --- */
 
+/* The real uid: the first of Uid's four. */
 static bool read_status_uid(pid_t pid, uint32_t *uid)
 {
-	char path[64], line[256];
+	char buf[64], *end;
 	unsigned long v;
-	bool ok = false;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
+	if (proc__status(pid, "Uid", buf, sizeof(buf)))
 		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %lu", &v) == 1) {
-			*uid = (uint32_t)v;
-			ok = true;
-			break;
-		}
-	}
-	fclose(f);
-	return ok;
+	v = strtoul(buf, &end, 10);
+	if (end == buf)
+		return false;
+	*uid = (uint32_t)v;
+	return true;
 }
 
 /* Field 9 of /proc/PID/stat, after the name in parentheses. */

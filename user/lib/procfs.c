@@ -58,6 +58,45 @@ char *proc__read_file(const char *path, size_t *len)
 	return buf;
 }
 
+int proc__status_find(const char *text, const char *key, char *buf, size_t len)
+{
+	size_t klen = strlen(key), n;
+	const char *line = text, *end, *v;
+
+	for (; *line; line = *end ? end + 1 : end) {
+		end = line + strcspn(line, "\n");
+		if (strncmp(line, key, klen) || line[klen] != ':')
+			continue;
+		v = line + klen + 1;
+		v += strspn(v, " \t");
+		n = (size_t)(end - v);
+		if (n >= len)
+			return -ENOSPC;
+		memcpy(buf, v, n);
+		buf[n] = '\0';
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int proc__status(pid_t pid, const char *key, char *buf, size_t len)
+{
+	char path[32], *text;
+	size_t n;
+	int err;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/status");
+	text = proc__read_file(path, &n);
+	if (!text)
+		return -errno;
+	err = proc__status_find(text, key, buf, len);
+	free(text);
+	return err;
+}
+
 int proc__cgroup(pid_t pid, char *buf, size_t len)
 {
 	char path[64], line[4096];

@@ -29,6 +29,17 @@ int proc__environ_find(const char *env, size_t env_len, const char *name, char *
 		       size_t len);
 
 /*
+ * The value of key in /proc/PID/status (pid 0: this process): the text
+ * after "key:" and its tabs, to the line's end ("1000\t1000\t..." for
+ * Uid). The kernel escapes a newline in the name it shows, so a line is
+ * the kernel's own. 0, -ENOENT when no line has that key, -ENOSPC when
+ * the value does not fit, or -errno.
+ */
+int proc__status(pid_t pid, const char *key, char *buf, size_t len);
+/* The same over a status file's text. */
+int proc__status_find(const char *text, const char *key, char *buf, size_t len);
+
+/*
  * The file a /proc/PID/maps path names: the kernel writes a newline in
  * it as \012 (and nothing else escaped, so a name holding those four
  * characters reads the same: try the path as it is too). dst gets the

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include "lib/procfs.h"
 #include "lib/sys.h"
 
 uint64_t page__size(void)
@@ -74,15 +76,9 @@ const char *mem_lock__name(enum mem_lock l)
 
 uint64_t mem__resident_bytes(void)
 {
-	unsigned long long kib = 0;
-	char line[128];
-	FILE *f = fopen("/proc/self/status", "re");
+	char buf[32];
 
-	if (!f)
+	if (proc__status(0, "VmRSS", buf, sizeof(buf)))
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %llu kB", &kib) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kib << 10;
+	return strtoull(buf, NULL, 10) << 10;	/* "123 kB" */
 }

@@ -22,25 +22,19 @@
 /* The process writes the map: what its names may cost us, in all. */
 #define PERF_MAP_MAX_BYTES	(64U << 20)
 
-/* The pid the process knows itself by: it names its perf map with it. */
+/*
+ * The pid the process knows itself by: it names its perf map with it.
+ * NSpid lists it in each pid namespace, its own last.
+ */
 static uint32_t read_nspid(uint32_t pid)
 {
-	char path[32], *buf, *line, *last;
-	uint32_t nspid = pid;
-	size_t len;
+	char buf[256], *last;
+	uint32_t nspid;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	buf = proc__read_file(path, &len);
-	if (!buf)
+	if (proc__status((pid_t)pid, "NSpid", buf, sizeof(buf)))
 		return pid;
-	line = strstr(buf, "\nNSpid:");
-	if (line) {
-		line[strcspn(line + 1, "\n") + 1] = '\0';
-		last = strrchr(line, '\t');
-		if (last)
-			nspid = strtoul(last + 1, NULL, 10);
-	}
-	free(buf);
+	last = strrchr(buf, '\t');
+	nspid = (uint32_t)strtoul(last ? last + 1 : buf, NULL, 10);
 	return nspid ? nspid : pid;
 }
 
