@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,9 +49,62 @@ static void test_status_of_self(void)
 	CHECK_EQ(proc__status(-1, "Tgid", b, sizeof(b)), -ENOENT, "no such process");
 }
 
+static const char maps[] =
+	"7f0000000000-7f0000021000 r-xp 00001000 fd:01 1234   /usr/lib/libcuda.so.1 (deleted)\n"
+	"7f0000021000-7f0000022000 rw-p 00000000 00:00 0 \n"
+	"7ffc00000000-7ffc00002000 r-xp 00000000 00:00 0                          [vdso]\n"
+	"not a maps line\n"
+	"7f0000030000-7f0000031000 r--p 00000000 fd:01 99 /a path/with \\012 in it";
+
+static void test_maps_parse(void)
+{
+	const char *line = maps;
+	struct maps_ent e[5];
+	bool ok[5];
+	int n;
+
+	for (n = 0; *line && n < 5; n++) {
+		ok[n] = proc__maps_parse(line, &e[n]);
+		line = strchrnul(line, '\n');
+		line += *line != '\0';
+	}
+	CHECK_EQ(n, 5, "lines");
+	CHECK(ok[0] && e[0].lo == 0x7f0000000000ULL && e[0].hi == 0x7f0000021000ULL &&
+	      !strcmp(e[0].perms, "r-xp") && e[0].offset == 0x1000 && e[0].ino == 1234,
+	      "a file's fields", "lo %llx ino %lu", (unsigned long long)e[0].lo, e[0].ino);
+	CHECK(e[0].path_len == strlen("/usr/lib/libcuda.so.1 (deleted)") &&
+	      !strncmp(e[0].path, "/usr/lib/libcuda.so.1 (deleted)", e[0].path_len),
+	      "a file's path, to the newline", "len %zu", e[0].path_len);
+	CHECK(ok[1] && e[1].path_len == 0 && *e[1].path == '\n', "anonymous: no path",
+	      "len %zu", e[1].path_len);
+	CHECK(ok[2] && !strncmp(e[2].path, "[vdso]", e[2].path_len) && e[2].path_len == 6,
+	      "vdso", "len %zu", e[2].path_len);
+	CHECK(!ok[3], "junk", "parsed");
+	CHECK(ok[4] && !strcmp(e[4].path, "/a path/with \\012 in it"), "last line, spaces",
+	      "got %s", e[4].path);
+}
+
+static int find_self(pid_t pid, void *seen)
+{
+	if (pid != getpid())
+		return 0;
+	*(bool *)seen = true;
+	return 7;
+}
+
+static void test_each_pid(void)
+{
+	bool seen = false;
+
+	CHECK_EQ(proc__each_pid(find_self, &seen), 7, "stops at the first non-zero");
+	CHECK(seen, "this process is among them", "not seen");
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_status_find);
 	RUN_SUBTEST(test_status_of_self);
+	RUN_SUBTEST(test_maps_parse);
+	RUN_SUBTEST(test_each_pid);
 	return CHECK_EXIT();
 }

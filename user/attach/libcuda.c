@@ -1,6 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -241,8 +239,10 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 {
 	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64], real[PATH_MAX + 256];
 	int added = 0, kind, fd;
+	struct maps_ent e;
 	unsigned long ino;
 	struct stat st;
+	char *file;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
@@ -250,18 +250,16 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/');
-
-		if (!file || !(strstr(file, "libcuda.so") || strstr(file, "libc10.so") ||
-			       strstr(file, "/ld-")))
+		if (!proc__maps_parse(line, &e) || *e.path != '/')
 			continue;
-		file[strcspn(file, "\n")] = '\0';
+		file = line + (e.path - line);
+		file[e.path_len] = '\0';
+		if (!(strstr(file, "libcuda.so") || strstr(file, "libc10.so") || strstr(file, "/ld-")))
+			continue;
 		kind = lib_kind__of(file);
 		if (strstr(file, " (deleted)") || kind < 0 || !wanted(set, kind))
 			continue;
-		/* address perms offset dev inode path */
-		if (sscanf(line, "%*s %*s %*s %*s %lu", &ino) != 1)
-			ino = 0;
+		ino = e.ino;
 		fd = -ENOENT;
 		if (proc__maps_path(file, real, sizeof(real)))
 			fd = mapped_open(pid, real, ino, &st, lib, sizeof(lib));
@@ -278,31 +276,34 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 	return added;
 }
 
-int libcuda_set__scan_proc(struct libcuda_set *set)
-{
-	struct dirent *de;
-	int added = 0, n;
-	DIR *d;
-
-	d = opendir("/proc");
-	if (!d)
-		return 0;
-	while ((de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		n = scan_maps(set, de->d_name);
-		added += n > 0 ? n : 0;
-	}
-	closedir(d);
-	return added;
-}
-
 int libcuda_set__scan_pid(struct libcuda_set *set, pid_t pid)
 {
 	char name[16];
 
 	snprintf(name, sizeof(name), "%d", (int)pid);
 	return scan_maps(set, name);
+}
+
+struct scan_count {
+	struct libcuda_set *set;
+	int added;
+};
+
+static int scan_one(pid_t pid, void *arg)
+{
+	struct scan_count *c = arg;
+	int n = libcuda_set__scan_pid(c->set, pid);
+
+	c->added += n > 0 ? n : 0;
+	return 0;
+}
+
+int libcuda_set__scan_proc(struct libcuda_set *set)
+{
+	struct scan_count c = { .set = set };
+
+	proc__each_pid(scan_one, &c);
+	return c.added;
 }
 
 size_t libcuda_set__count(const struct libcuda_set *set, enum lib_kind kind)

@@ -9,8 +9,6 @@
  * exec, at a rename, at a decision); the processes running at start are
  * named here.
  */
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -63,29 +61,21 @@ static int name_verdict(struct guard *g, const char *comm)
 	return guard_kernel__scope_comm(&g->session.probes, comm, in);
 }
 
+static int name_one(pid_t pid, void *g)
+{
+	char comm[32];
+
+	return proc__comm(pid, comm, sizeof(comm)) ? name_verdict(g, comm) : 0;
+}
+
 /* The names of the processes already running. */
 static int name_running(struct guard *g)
 {
-	struct dirent *de;
-	char comm[32];
-	int err = 0;
-	DIR *d;
+	int err = proc__each_pid(name_one, g);
 
-	d = opendir("/proc");
-	if (!d) {
-		err = -errno;
-		elog("--scope %s: cannot read /proc: %s", g->opt.cfg.scope.spec, strerror(errno));
-		return err;
-	}
-	while (!err && (de = readdir(d))) {
-		if (!isdigit((unsigned char)de->d_name[0]))
-			continue;
-		if (proc__comm((pid_t)atoi(de->d_name), comm, sizeof(comm)))
-			err = name_verdict(g, comm);
-	}
-	closedir(d);
 	if (err)
-		elog("--scope %s: %s", g->opt.cfg.scope.spec, strerror(-err));
+		elog("--scope %s: cannot name the running processes: %s", g->opt.cfg.scope.spec,
+		     strerror(-err));
 	return err;
 }
 

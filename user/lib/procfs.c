@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +311,37 @@ bool proc__path_on_fuse(pid_t pid, const char *path)
 	fuse = proc__mountinfo_on_fuse(text, path);
 	free(text);
 	return fuse;
+}
+
+int proc__each_pid(int (*fn)(pid_t pid, void *arg), void *arg)
+{
+	struct dirent *de;
+	int ret = 0;
+	DIR *d;
+
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (!ret && (de = readdir(d)))
+		if (isdigit((unsigned char)de->d_name[0]))
+			ret = fn((pid_t)atoi(de->d_name), arg);
+	closedir(d);
+	return ret;
+}
+
+bool proc__maps_parse(const char *line, struct maps_ent *e)
+{
+	const char *end = strchrnul(line, '\n');
+	int at = 0;
+
+	memset(e, 0, sizeof(*e));
+	/* address perms offset dev inode path; the blank before %n may run on. */
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %lu %n", &e->lo, &e->hi,
+		   e->perms, &e->offset, &e->ino, &at) != 5 || !at)
+		return false;
+	e->path = line + at > end ? end : line + at;
+	e->path_len = (size_t)(end - e->path);
+	return true;
 }
 
 bool proc__maps_path(const char *src, char *dst, size_t len)

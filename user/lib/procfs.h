@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -38,6 +39,28 @@ int proc__environ_find(const char *env, size_t env_len, const char *name, char *
 int proc__status(pid_t pid, const char *key, char *buf, size_t len);
 /* The same over a status file's text. */
 int proc__status_find(const char *text, const char *key, char *buf, size_t len);
+
+/*
+ * fn for every process in /proc, until it returns non-zero: that, 0
+ * after the last, or -errno when /proc cannot be read.
+ */
+int proc__each_pid(int (*fn)(pid_t pid, void *arg), void *arg);
+
+/* One line of /proc/PID/maps. */
+struct maps_ent {
+	uint64_t lo, hi;	/* the range, [lo, hi) */
+	char perms[5];		/* "r-xp" */
+	uint64_t offset;
+	unsigned long ino;
+	const char *path;	/* in the line: a file, "[vdso]", or "" */
+	size_t path_len;	/* to the line's end, its newline left out */
+};
+
+/*
+ * Parse the line at line (to its newline or NUL, so a whole file's text
+ * may be walked a line at a time); false if it is no maps line.
+ */
+bool proc__maps_parse(const char *line, struct maps_ent *e);
 
 /*
  * The file a /proc/PID/maps path names: the kernel writes a newline in

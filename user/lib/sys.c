@@ -33,19 +33,15 @@ unsigned int page__shift(void)
  */
 static void lock_files(void)
 {
-	unsigned long lo, hi;
-	char line[512], perm[8];
+	char line[512];
+	struct maps_ent e;
 	FILE *f = fopen("/proc/self/maps", "re");
-	int at;
 
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		at = 0;
-		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perm, &at) < 3 || !at)
-			continue;
-		if (line[at] == '/' && perm[0] == 'r')
-			mlock((void *)lo, hi - lo);	/* what fails stays on-fault */
+		if (proc__maps_parse(line, &e) && *e.path == '/' && e.perms[0] == 'r')
+			mlock((void *)(uintptr_t)e.lo, e.hi - e.lo);	/* what fails stays on-fault */
 	}
 	fclose(f);
 }

@@ -115,22 +115,20 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
  */
 static int read_file_ranges(struct sym_proc *p, const char *maps, struct map_range *vdso)
 {
-	const char *line = maps, *nl, *path;
 	struct map_range *v = NULL, *nv;
+	const char *line = maps;
 	size_t n = 0, cap = 0;
+	struct maps_ent e;
 	uint64_t lo, hi;
-	int off;
 
-	for (; *line; line = *nl ? nl + 1 : nl) {
-		nl = strchrnul(line, '\n');
-		off = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %*s %*s %*s %n",
-			   &lo, &hi, &off) != 2 || !off || line + off > nl)
+	for (; *line; line = strchrnul(line, '\n'), line += *line != '\0') {
+		if (!proc__maps_parse(line, &e))
 			continue;
-		path = line + off;
-		if (!strncmp(path, "[vdso]", 6))
+		lo = e.lo;
+		hi = e.hi;
+		if (!strncmp(e.path, "[vdso]", 6))
 			*vdso = (struct map_range){ lo, hi };
-		else if (*path != '/')
+		else if (*e.path != '/')
 			continue;
 		if (n && v[n - 1].hi == lo) {
 			v[n - 1].hi = hi;
