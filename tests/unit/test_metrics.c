@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include "check.h"
 #include "guard/metrics.h"
+#include "lib/out_file.h"
 
 static char dir[] = "/tmp/umtrace-test-metrics-XXXXXX";
 
@@ -261,6 +262,24 @@ static void test_label_escaping(void)
 	CHECK(strstr(text, "umtrace_guard_stops_total{reason=\"a\\\"b\"} 3\n") != NULL, "reason",
 	      "got:\n%s", text);
 	free(text);
+}
+
+/*
+ * As the guard writes its metrics file (guardd/report.c, through its
+ * file writer): the text, renamed over path through a temporary file
+ * beside it, mode METRICS_MODE. 0 or -errno.
+ */
+static int metrics__write(const char *path, const struct guard_metrics *m)
+{
+	size_t len;
+	char *buf = metrics__text(m, &len);
+	int err;
+
+	if (!buf)
+		return -errno;
+	err = out_file__replace(path, buf, len, METRICS_MODE);
+	free(buf);
+	return err;
 }
 
 static void test_atomic_replace(void)

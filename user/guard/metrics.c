@@ -1,16 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 #include "guard/metrics.h"
 #include "lib/escape.h"
-#include "lib/out_file.h"
 
 #define PREFIX "umtrace_guard_"
 
@@ -156,15 +151,3 @@ char *metrics__text(const struct guard_metrics *m, size_t *len)
 	return buf;
 }
 
-int metrics__write(const char *path, const struct guard_metrics *m)
-{
-	size_t len;
-	char *buf = metrics__text(m, &len);
-	int err;
-
-	if (!buf)
-		return -errno;
-	err = out_file__replace(path, buf, len, METRICS_MODE);
-	free(buf);
-	return err;
-}

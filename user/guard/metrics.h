@@ -73,11 +73,5 @@ struct guard_metrics {
 int metrics__format(FILE *f, const struct guard_metrics *m);
 /* The same in memory (the caller frees it), or NULL with errno set. */
 char *metrics__text(const struct guard_metrics *m, size_t *len);
-/*
- * Write it to path through a temporary file in the same directory, mode
- * 0644, renamed over path: readers see the old file or the new one. A
- * symlink at path is replaced, not written through. 0 or -errno.
- */
-int metrics__write(const char *path, const struct guard_metrics *m);
 
 #endif /* UMTRACE_METRICS_H */

@@ -110,13 +110,6 @@ int hashtab__del(struct hashtab *t, uint64_t hash, uint32_t id)
 	return 0;
 }
 
-void hashtab__clear(struct hashtab *t)
-{
-	if (t->slots)
-		memset(t->slots, 0, ((size_t)t->mask + 1) * sizeof(*t->slots));
-	t->n = 0;
-}
-
 size_t hashtab__bytes(const struct hashtab *t)
 {
 	return t->slots ? ((size_t)t->mask + 1) * sizeof(*t->slots) : 0;

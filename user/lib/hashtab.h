@@ -59,8 +59,6 @@ int hashtab__reserve(struct hashtab *t, size_t n);
 int hashtab__add(struct hashtab *t, uint64_t hash, uint32_t id);
 /* Take id, stored under hash, out. 0 or -ENOENT. */
 int hashtab__del(struct hashtab *t, uint64_t hash, uint32_t id);
-/* Empty it, keeping its memory. */
-void hashtab__clear(struct hashtab *t);
 /* Memory held: the slots. */
 size_t hashtab__bytes(const struct hashtab *t);
 void hashtab__free(struct hashtab *t);

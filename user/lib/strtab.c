@@ -123,11 +123,6 @@ const char *strtab__intern_str(struct strtab *t, const char *s)
 	return t->ents[id].s;
 }
 
-size_t strtab__bytes(const struct strtab *t)
-{
-	return t->bytes + hashtab__bytes(&t->index);
-}
-
 void strtab__free(struct strtab *t)
 {
 	struct strtab_block *b, *next;

@@ -50,8 +50,6 @@ int strtab__intern(struct strtab *t, const void *key, size_t len, uint32_t *id, 
 const char *strtab__intern_str(struct strtab *t, const char *s);
 /* The id of the len bytes at key, or STRTAB_NONE. */
 uint32_t strtab__find(const struct strtab *t, const void *key, size_t len);
-/* Memory held, the index included. */
-size_t strtab__bytes(const struct strtab *t);
 void strtab__free(struct strtab *t);
 
 /* The copy of id (less than strtab__count). */

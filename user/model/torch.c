@@ -262,14 +262,6 @@ const struct torch_dev *torch_model__dev(const struct torch_model *m, size_t i)
 	return i < m->n ? &m->devs[i] : NULL;
 }
 
-const struct torch_dev *torch_model__find(const struct torch_model *m, uint32_t pid)
-{
-	bool found;
-	size_t i = find(m, pid, 0, &found);
-
-	return i < m->n && m->devs[i].pid == pid ? &m->devs[i] : NULL;
-}
-
 static enum torch_es expandable_of(const struct torch_model *m, const struct torch_dev *d)
 {
 	const struct torch_proc *p = d->exited ? NULL : pid_table__find(&m->procs, d->pid);

@@ -194,8 +194,6 @@ void torch_model__call(struct torch_model *m, const struct umt_call_rec *r, uint
 void torch_model__exit(struct torch_model *m, uint32_t pid);
 /* Device i of those seen, 0 <= i < m->n (sorted by pid and device). */
 const struct torch_dev *torch_model__dev(const struct torch_model *m, size_t i);
-/* The process's first device (the lowest), or NULL if it never reported. */
-const struct torch_dev *torch_model__find(const struct torch_model *m, uint32_t pid);
 /* Judge one device over its last window. */
 void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 			struct torch_verdict *v);

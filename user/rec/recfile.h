@@ -100,8 +100,6 @@ int recfile_writer__commit(struct recfile_writer *w);
  * file reads up to its last whole chunk.
  */
 int recfile_writer__append(struct recfile_writer *w, const void *data, size_t len);
-/* Bytes appended to the chunk not yet written: 0 when the next starts one. */
-size_t recfile_writer__pending(const struct recfile_writer *w);
 /* Flush the chunk if its oldest byte is RECFILE_FLUSH_MS old. */
 int recfile_writer__tick(struct recfile_writer *w);
 int recfile_writer__flush(struct recfile_writer *w);

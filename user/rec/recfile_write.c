@@ -370,11 +370,6 @@ int recfile_writer__append(struct recfile_writer *w, const void *data, size_t le
 	return 0;
 }
 
-size_t recfile_writer__pending(const struct recfile_writer *w)
-{
-	return w->len;
-}
-
 int recfile_writer__tick(struct recfile_writer *w)
 {
 	if (chunk_old(w))

@@ -46,11 +46,6 @@ static const char *const metric_labels[STACK_VAL__COUNT] = {
 	[STACK_VAL__GPU_BYTES] = "GPU bytes",
 };
 
-const char *stack_metric__name(enum stack_metric m)
-{
-	return (unsigned int)m < STACK_VAL__COUNT ? metric_names[m] : "?";
-}
-
 const char *stack_metric__label(enum stack_metric m)
 {
 	return (unsigned int)m < STACK_VAL__COUNT ? metric_labels[m] : "?";

@@ -93,13 +93,11 @@ const struct stack **stackset__sorted(const struct stackset *set);
 size_t stackset__n_names(const struct stackset *set);
 const char *stackset__name(const struct stackset *set, uint32_t id);
 
-/* "calls", "host_bytes", "gpu_bytes": for file names and options. */
-const char *stack_metric__name(enum stack_metric m);
 /* "calls", "host bytes", "GPU bytes": for people. */
 const char *stack_metric__label(enum stack_metric m);
 /* Counted in bytes (as opposed to calls). */
 bool stack_metric__is_bytes(enum stack_metric m);
-/* The inverse of stack_metric__name(), also "host", "gpu". 0 or -EINVAL. */
+/* "calls", "host_bytes" or "host", "gpu_bytes" or "gpu" (any case). 0 or -EINVAL. */
 int stack_metric__parse(const char *s, enum stack_metric *m);
 
 /*
