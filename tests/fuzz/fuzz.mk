@@ -33,9 +33,9 @@ UMT_FUZZ_CFLAGS := -Wall -Wextra -Werror -std=gnu11 -g -O1 -fsanitize=fuzzer,add
 # loads BPF. fuzz_proc compiles user/attach/libcuda.c in itself (see the file).
 UMT_FUZZ_SRCS_recording := user/rec/recording_read.c user/rec/recording_write.c \
 	user/rec/rec_sample.c user/rec/recfile_read.c user/rec/recfile_write.c user/lib/meminfo.c \
-	user/lib/numa.c user/lib/sys.c user/lib/procfs.c user/lib/strtab.c user/lib/hashtab.c \
-	user/lib/units.c user/lib/pid_table.c user/model/callsites.c user/model/torch.c \
-	user/model/cuda_api.c
+	user/lib/numa.c user/lib/sys.c user/lib/procfs.c user/lib/out_file.c user/lib/strtab.c \
+	user/lib/hashtab.c user/lib/units.c user/lib/pid_table.c user/model/callsites.c \
+	user/model/torch.c user/model/cuda_api.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
 	user/guard/scope.c user/guard/protect.c user/lib/procfs.c user/lib/units.c \
