@@ -95,7 +95,7 @@ extern bool guard_exact;
 extern __u64 guard_sample_pages;
 
 /*
- * The page programs' arming (user/guardd/armer.c): far from the floor
+ * The page programs' arming (user/guardd/arm.c): far from the floor
  * they are detached and a helper process looks at the headroom every few
  * milliseconds instead. Its tgid is never stopped, as the daemon's is not.
  */
@@ -134,7 +134,7 @@ extern __u64 guard_kswapd_wakes;
 extern struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
 
 /*
- * Who is never stopped (user/guard/protect.c fills these; guard.bpf.c's
+ * Who is never stopped (user/guardd/protect.c fills these; guard.bpf.c's
  * guard_protected_id decides): names, executables and uids in one map,
  * cgroups in a list, each a test of the current task's ancestry.
  */

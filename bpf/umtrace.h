@@ -307,7 +307,7 @@ struct umt_guard_cpu {
 
 /*
  * Who the guard never stops, besides pid 1, kernel threads and its own
- * processes (user/guard/protect.c keeps the list, bpf/guard.bpf.c
+ * processes (user/guardd/protect.c keeps the list, bpf/guard.bpf.c
  * decides): what a user of the host cannot take on. A name alone never
  * protects: any process can take any name.
  */

@@ -18,7 +18,7 @@ window is a dip taken for a crossing. MemFree is sampled as fast as
 /proc/meminfo reads to count the dips (over 16 MiB under the running
 maximum) and their depth.
 
-The guard looks again before it tells a kernel stop (guard/enforce.c:
+The guard looks again before it tells a kernel stop (guardd/enforce.c:
 a crossing that does not last); what it let go is counted too. Prints a
 line per round and the totals; writes OUT/bench/reporting_dips.json.
 Needs root. Environment: BENCH_ROUNDS=5, BENCH_BALLAST_MIB=4096,

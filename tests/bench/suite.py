@@ -1317,7 +1317,7 @@ class Suite:
                     raise RuntimeError("no status from the guard")
                 if st.get("page_programs") == "attached":
                     break
-            # A late look may have widened it meanwhile (guard/arm.h).
+            # A late look may have widened it meanwhile (guardd/arm.h).
             margin_now = st["arm_margin"]
             line = self.wait_line(t, ATTACH_RE, seen)
         except AssertionError as e:

@@ -37,8 +37,8 @@ UMT_FUZZ_SRCS_recording := user/rec/recording_read.c user/rec/recording_write.c 
 	user/lib/hashtab.c user/lib/units.c user/lib/pid_table.c user/model/callsites.c \
 	user/model/torch.c user/model/cuda_api.c
 UMT_FUZZ_LIBS_recording := -lz
-UMT_FUZZ_SRCS_config := user/guard/config.c user/guard/policy.c user/guard/action.c \
-	user/guard/scope.c user/guard/protect.c user/lib/procfs.c user/lib/units.c \
+UMT_FUZZ_SRCS_config := user/guardd/config.c user/guard/policy.c user/guard/action.c \
+	user/guardd/scope.c user/guardd/protect.c user/lib/procfs.c user/lib/units.c \
 	user/lib/out_file.c
 # protect.c keeps the kernel side's map too: the skeleton and libbpf.
 UMT_FUZZ_LIBS_config := -linih -lbpf -lelf -lz

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * libFuzzer target for `umtrace guard --config FILE` (user/guard/config.c).
+ * libFuzzer target for `umtrace guard --config FILE` (user/guardd/config.c).
  * The module reads the file through its own line reader handed to inih's
  * ini_parse_stream(), and checks the file's owner and mode first: there
  * is no string entry point, so the input is written to a memfd (mode
@@ -26,7 +26,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <linux/types.h>
-#include "guard/config.h"
+#include "guardd/config.h"
 #include "umtrace.h"
 
 #define GIB (1ULL << 30)

@@ -9,7 +9,7 @@ import subprocess
 
 import harness
 
-# Every key guard_config knows (user/guard/config.c).
+# Every key guard_config knows (user/guardd/config.c).
 CONFIG_KEYS = {"floor", "low", "drop", "metric", "action", "scope", "protect", "dry_run",
                "auto_resume", "on_stop", "postmortem_dir", "metrics_file", "libcuda", "torch",
                "page_programs"}

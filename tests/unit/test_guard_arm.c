@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "check.h"
-#include "guard/arm.h"
+#include "guardd/arm.h"
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)

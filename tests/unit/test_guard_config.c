@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "check.h"
-#include "guard/config.h"
+#include "guardd/config.h"
 
 #define GIB (1ULL << 30)
 
@@ -180,7 +180,7 @@ static void test_good_file(void)
 	CHECK_EQ(cfg.action, GUARD_ACT_FREEZE, "action");
 	CHECK(cfg.scope.kind == UMT_SCOPE_CGROUP && !strcmp(cfg.scope.cgroup, "jobs.slice"),
 	      "scope", "kind %d", cfg.scope.kind);
-	/* No name is built in: the built-ins are executables (guard/protect.c). */
+	/* No name is built in: the built-ins are executables (guardd/protect.c). */
 	v = cfg.protect.v;
 	CHECK_EQ(cfg.protect.n, 4, "protect");
 	CHECK(cfg.protect.n == 4 && !strcmp(v[0].arg, "sshd") && !strcmp(v[1].arg, "Xorg") &&

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * guard/protect.c: who the guard never stops. The entries as parsed, the
+ * guardd/protect.c: who the guard never stops. The entries as parsed, the
  * decision from a process's identity (never from its name alone), the
  * walk that trusts an executable only where no user can write, and the
  * identity read from /proc.
@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "check.h"
-#include "guard/protect.h"
+#include "guardd/protect.h"
 
 static char dir[] = "/tmp/umtrace-test-protect-XXXXXX";
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "check.h"
-#include "guard/metrics.h"
+#include "guardd/report.h"
 #include "lib/out_file.h"
 
 static char dir[] = "/tmp/umtrace-test-metrics-XXXXXX";

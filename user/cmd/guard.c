@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* umtrace guard: its usage, options and the daemon (user/guard/). */
+/* umtrace guard: its usage; the daemon is user/guardd/. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "attach/opts.h"

@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * user/guard: the guard's rules and what it shares with status and
- * resume, below the daemon (guardd/): the sampled rule (policy.c), --scope
- * (scope.c), the config file (config.c), the actuator (action.c), a stop
- * and its reasons (stop.c), the state file (state.c), metrics
- * (metrics.c), the kernel side's user-space half (kernel.c) and its pins
- * (pin.c). Uses lib/ to attach/.
+ * user/guard: what the guard shares with the commands that read it
+ * (status, resume, check), below the daemon (guardd/): the sampled rule
+ * (policy.c), the actuator (action.c), the state file (state.c) and the
+ * kernel side's pins (pin.c). Uses lib/ to attach/.
  */
 /*
  * The guard's user-space rule, a pure function of (policy, state, sample,

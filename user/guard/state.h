@@ -42,7 +42,7 @@ struct guard_status {
 	uint64_t metric_value;	/* the last sample */
 	uint64_t checks, kernel_stops, policy_stops, send_failed, reclaims, samples;
 	/*
-	 * The page programs (guard/arm.h): attached all the time, or attached
+	 * The page programs (guardd/arm.h): attached all the time, or attached
 	 * now (within arm_margin of LOW, attached arms times); the margin
 	 * covers looks up to arm_late_us past their time.
 	 */

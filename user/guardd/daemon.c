@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <sys/wait.h>
 #include "guardd/guard.h"
-#include "guard/kernel.h"
+#include "guardd/kernel.h"
 #include "lib/escape.h"
 #include "lib/sys.h"
 #include "lib/file_writer.h"
@@ -179,7 +179,7 @@ static int arm(struct guard *g)
 
 	kernel_cfg(g, plat);
 	g->session.guard = &g->kcfg;
-	/* Attached by the page programs' helper, near the floor only (armer.c). */
+	/* Attached by the page programs' helper, near the floor only (arm.c). */
 	g->session.leave = guard_kernel__page_prog;
 	/* Pinning may have to mount bpffs first: capabilities go after it. */
 	g->session.drop_caps_later = true;
@@ -303,7 +303,7 @@ static void disarm(struct guard *g)
 	log__stop_async(GUARD_FLUSH_MS);
 }
 
-/* How the page programs' helper did (guard/arm.h), for the exit line. */
+/* How the page programs' helper did (guardd/arm.h), for the exit line. */
 static void log_arming(struct guard *g)
 {
 	const struct guard_arm_shared *sh = g->armer.sh;

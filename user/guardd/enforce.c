@@ -12,7 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "guardd/guard.h"
-#include "guardd/postmortem.h"
 #include "lib/escape.h"
 #include "lib/units.h"
 #include "model/cuda_api.h"

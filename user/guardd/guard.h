@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * user/guardd: the guard daemon, `umtrace guard`. It uses everything below
- * it (guard/ for its rules, files and kernel side; attach/ to load and
- * poll; stacks/ and rec/ for who holds what and its flight recorder;
- * export/ for the post-mortem's stacks) and is used by cmd/guard.c only.
+ * user/guardd: the guard daemon, `umtrace guard`, a concept a file. It
+ * uses everything below it (guard/ for what it shares with status and
+ * resume; attach/ to load and poll; stacks/ and rec/ for who holds what
+ * and its flight recorder; export/ for the post-mortem's stacks) and is
+ * used by cmd/guard.c only.
  *
  *   opts.c          the command line over the config: struct guard_opts
+ *   config.c        the config file (--config)
  *   daemon.c        set-up, the kernel's records, the snapshot, teardown
+ *   kernel.c        the kernel side's user-space half: its maps and links
  *   tick.c          each sample and the sampled rule
+ *   stop.c          a stop as a value: its reasons' names, its log line
+ *                   and hook variables (what tells of it reads only this)
  *   enforce.c       a stop made (struct guard_stop), carried out and told
  *   procs.c         the processes it knows, by pid
  *   sites.c         who holds what: attribution and call sites per call
- *   armer.c         the page programs' helper: attached near the floor only
- *   flight.c        the flight recorder's last minutes
- *   postmortem.c    the bundle written for each stop
- *   report.c        the state file and metrics from one snapshot, off the loop
+ *   arm.c           the page programs' margin, and the helper that attaches
+ *                   them near the floor only
+ *   memlock.c       the daemon's and the helper's memory lock
+ *   protect.c       who is never stopped
+ *   scope.c         --scope: the spec and its matching (pure: fuzzed apart)
  *   scope_kernel.c  the scope kept in the kernel side, and victims' scope
+ *   postmortem.c    the bundle written for each stop, and the flight
+ *                   recorder's last minutes it carries
+ *   report.c        the state file and metrics from one snapshot, off the
+ *                   loop, and the metrics' text
  *
  * struct guard below is the daemon's state, shared by those files;
  * nothing here prints but through lib/log.h.
@@ -30,13 +40,13 @@
 #include "attach/probes.h"
 #include "attach/session.h"
 #include "guard/action.h"
-#include "guard/arm.h"
-#include "guard/config.h"
-#include "guard/kernel.h"
+#include "guardd/arm.h"
+#include "guardd/config.h"
+#include "guardd/kernel.h"
 #include "guard/pin.h"
 #include "guard/policy.h"
 #include "guardd/report.h"
-#include "guard/stop.h"
+#include "guardd/stop.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"
 #include "lib/sys.h"
@@ -89,7 +99,7 @@ struct guard_opts {
 
 struct flight_recorder;
 
-/* The page programs' helper (armer.c). */
+/* The page programs' helper (arm.c). */
 struct guard_armer {
 	pid_t pid;			/* 0: none */
 	struct guard_arm_shared *sh;	/* shared with it */
@@ -175,7 +185,7 @@ void guard__settle_held(struct guard *g);
 void guard__resumed_by_operator(struct guard *g, struct guard_proc *p);
 
 /*
- * armer.c: attach the page programs, and start the helper that detaches
+ * arm.c: attach the page programs, and start the helper that detaches
  * them far from the floor; before capabilities are dropped. 0 or -errno.
  */
 int guard_armer__start(struct guard *g);
@@ -203,7 +213,17 @@ uint64_t guard_sites__proc_host(struct guard *g, uint32_t pid);
 void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len);
 void guard_sites__free(struct guard *g);
 
-/* flight.c: all but init do nothing without a flight recorder. */
+/*
+ * postmortem.c: the bundle the guard leaves for each stop, in a fresh
+ * directory (0700) under --postmortem-dir: event.txt (what was decided
+ * and why), report.txt (per process and entry point, and the call sites
+ * holding memory), held.folded (who held what at the stop, as folded
+ * stacks weighted by host bytes) and recording.umt (the flight recorder:
+ * the last minutes of calls and memory samples) when there is one. 0 and
+ * the bundle's path in dir, or -errno (a warning is logged).
+ */
+int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, size_t len);
+/* postmortem.c, the flight recorder: all but init do nothing without one. */
 int guard_flight__init(struct guard *g);
 void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
 			const struct sym_frame *frames, size_t n);

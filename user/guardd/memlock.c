@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The guard's memory lock, taken by the daemon and by its page programs'
- * helper (guardd/armer.c) alike.
+ * helper (guardd/arm.c) alike.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -9,11 +9,82 @@
 #ifndef UMTRACE_GUARD_REPORT_H
 #define UMTRACE_GUARD_REPORT_H
 
-#include "guard/metrics.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include "guard/state.h"
 #include "lib/log.h"
 
 struct file_writer;
+
+/*
+ * The guard's figures in Prometheus text format, for node_exporter's
+ * textfile collector (--metrics-file DIR/NAME.prom). The guard's own are
+ * named umtrace_guard_*, PyTorch's caching allocator's (--torch)
+ * umtrace_torch_*; the file is replaced atomically, never written in place.
+ */
+
+/* umtrace_guard_stops_total{reason="..."}: pass every reason, even at 0. */
+struct guard_metrics_count {
+	const char *reason;	/* "drop", "floor", "admission", ... */
+	uint64_t count;
+};
+
+struct guard_metrics_process {
+	pid_t pid;
+	const char *comm;
+	uint64_t host_bytes;	/* GPU-attributed host memory */
+	bool stopped;		/* by the guard */
+};
+
+/* umtrace_torch_*_bytes{pid,comm,device}: a process's allocator on a device. */
+struct guard_metrics_torch {
+	pid_t pid;
+	const char *comm;
+	uint32_t device;
+	uint64_t allocated;
+	uint64_t reserved;
+	bool reserved_known;	/* the old 3-argument hook gives no totals */
+};
+
+struct guard_metrics {
+	bool up;		/* false in the last file written at exit */
+	uint64_t floor;		/* bytes */
+	uint64_t low;
+	uint64_t drop;
+	uint64_t auto_resume_above;	/* 0: off */
+	int64_t headroom;	/* above the floor; negative below it */
+	uint64_t mem_available;
+	uint64_t mem_free;
+	uint64_t mem_total;
+	const struct guard_metrics_count *stops;
+	size_t n_stops;
+	uint64_t stopped_processes;
+	uint64_t resumes;
+	uint64_t signal_failures;
+	uint64_t reclaim_events;
+	uint64_t kernel_decisions;
+	uint64_t admission_checks;
+	uint64_t samples;
+	bool pages_on;		/* the page programs are attached (guardd/arm.h) */
+	uint64_t page_arms;
+	double last_stop_time;	/* Unix seconds; 0: never */
+	const struct guard_metrics_process *procs;
+	size_t n_procs;
+	bool torch_on;		/* the hook is probed: its families are written */
+	const struct guard_metrics_torch *torch;
+	size_t n_torch;
+};
+
+/* Not secret, and node_exporter reads it as another user. */
+#define METRICS_MODE 0644
+
+/* The exposition text. 0 or -errno (the stream's). */
+int metrics__format(FILE *f, const struct guard_metrics *m);
+/* The same in memory (the caller frees it), or NULL with errno set. */
+char *metrics__text(const struct guard_metrics *m, size_t *len);
 
 struct guard_snapshot {
 	struct guard_status status;

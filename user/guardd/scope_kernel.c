@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * The guard's scope as the daemon keeps it (the spec itself is
- * guard/scope.c): the kernel side checks it when it is
+ * guardd/scope.c): the kernel side checks it when it is
  * about to stop a process (a mode fixed at load, plus a pid map or a
  * cgroup), the sampled rule when it picks a victim. A comm regex cannot
  * run in BPF, but its verdict depends on the name alone: the kernel side
@@ -19,7 +19,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "guardd/guard.h"
-#include "guard/kernel.h"
+#include "guardd/kernel.h"
 #include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/procfs.h"

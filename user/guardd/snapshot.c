@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "guard/kernel.h"
+#include "guardd/kernel.h"
 #include "guardd/guard.h"
 
 static void snapshot_status(struct guard *g, const struct guard_kstats *ks,

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include "guardd/guard.h"
-#include "guard/kernel.h"
+#include "guardd/kernel.h"
 #include "lib/sys.h"
 #include "lib/procfs.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "guard/stop.h"
+#include "guardd/stop.h"
 #include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/units.h"

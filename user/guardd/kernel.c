@@ -7,7 +7,7 @@
 #include "lib/parse.h"
 #include "lib/numa.h"
 #include "lib/sys.h"
-#include "guard/kernel.h"
+#include "guardd/kernel.h"
 #include "guard/pin.h"
 #include "umtrace.skel.h"
 

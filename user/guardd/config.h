@@ -16,8 +16,8 @@
 #include <sys/types.h>
 #include "guard/action.h"
 #include "guard/policy.h"
-#include "guard/protect.h"
-#include "guard/scope.h"
+#include "guardd/protect.h"
+#include "guardd/scope.h"
 
 struct guard_config {
 	/* As written (SIZE or N%), resolved against MemTotal by guard_config__policy. */
@@ -31,7 +31,7 @@ struct guard_config {
 	struct protect_set protect;	/* --protect: besides the built-ins */
 	bool dry_run;
 	bool torch;		/* probe PyTorch's allocator hook (libc10) */
-	/* The page programs stay attached far from the floor too (guard/arm.h). */
+	/* The page programs stay attached far from the floor too (guardd/arm.h). */
 	bool pages_always;
 	char *on_stop;		/* a command; NULL: none */
 	char *postmortem_dir;

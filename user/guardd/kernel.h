@@ -74,7 +74,7 @@ int guard_kernel__look(struct probes *p, int64_t *room);
 
 /*
  * The memory tracepoints' programs, attached apart from the rest near
- * the floor only (guard/arm.h): the page allocator's, and reclaim's and
+ * the floor only (guardd/arm.h): the page allocator's, and reclaim's and
  * compaction's, whose tracepoints cost a page-fault storm about 2% each
  * here while attached, though they never fire in it.
  */

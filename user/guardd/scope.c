@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "guard/scope.h"
+#include "guardd/scope.h"
 #include "lib/parse.h"
 #include "lib/procfs.h"
 #include "lib/units.h"

@@ -19,8 +19,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "attach/probes.h"
-#include "guard/protect.h"
-#include "guard/scope.h"
+#include "guardd/protect.h"
+#include "guardd/scope.h"
 #include "lib/parse.h"
 #include "lib/out_file.h"
 #include "lib/procfs.h"

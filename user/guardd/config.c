@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "lib/parse.h"
-#include "guard/config.h"
+#include "guardd/config.h"
 #include "umtrace.h"
 #include "lib/units.h"
 
