@@ -73,6 +73,17 @@ def wait_stopped(pid, timeout):
     return pcp_bytes()
 
 
+def wait_exited(pid, timeout=20):
+    """Wait until pid has exited: gone, or a zombie. A helper whose daemon
+    was killed is reaped by init, at init's pace."""
+    deadline = time.monotonic() + timeout
+    while state_of(pid) not in (None, "Z"):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def rss(pid):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -905,7 +916,7 @@ def test_guard_killed_while_detached_attaches_the_page_programs(env):
     print(f"    orphaned, attached by the helper: stopped {past / MIB:+.1f} MiB past the floor")
     assert past <= 16 * MIB, f"{past / MIB:.1f} MiB past the floor"
     assert page_links(progs) == 0, "page programs left attached after a clean exit"
-    assert state_of(helper) is None, f"its helper is left running: {state_of(helper)}"
+    assert wait_exited(helper), f"its helper is left running: {state_of(helper)}"
 
 
 def test_guard_orphaned_helper_leaves_a_new_guard_alone(env):
@@ -928,10 +939,7 @@ def test_guard_orphaned_helper_leaves_a_new_guard_alone(env):
         wait_status(b, "page_programs", "detached")
     finally:
         os.kill(helper, signal.SIGCONT)
-    deadline = time.monotonic() + 20
-    while state_of(helper) is not None:
-        assert time.monotonic() < deadline, f"the old helper lingers ({state_of(helper)})"
-        time.sleep(0.02)
+    assert wait_exited(helper), f"the old helper lingers ({state_of(helper)})"
     assert page_links(progs) == 0, "the dead guard's page programs came back"
     err = b.stop()
     assert "guard: replacing the kernel side a previous guard left armed" in err, err[-800:]
