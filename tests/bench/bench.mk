@@ -22,7 +22,7 @@ UMT_BENCH_OUT := $(OUT)/bench
 UMT_BENCH_LDLIBS := -lbpf -lelf -lz
 
 BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm $(UMT_BENCH_OUT)/interleave \
-	$(UMT_BENCH_OUT)/hookloop
+	$(UMT_BENCH_OUT)/hookloop $(UMT_BENCH_OUT)/maps_walk
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_PROGS) $(OUT)/umtrace $(FAKECUDA_LIB) $(OUT)/tests/alloc_mix \
@@ -62,6 +62,12 @@ $(UMT_BENCH_OUT)/hookloop: $(UMT_BENCH_DIR)/hookloop.c \
 	$(Q)$(CC) $(CFLAGS) -Itests/fakecuda -Itests/workloads \
 		$(filter %.c,$^) -L$(OUT)/tests -l:libcuda.so.1 -l:libc10.so \
 		-Wl,-rpath,$(abspath $(OUT)/tests) -o $@
+
+# The /proc/PID/maps walk's cost a line (lib/procfs.c), alone.
+$(UMT_BENCH_OUT)/maps_walk: $(UMT_BENCH_DIR)/maps_walk.c user/lib/procfs.c user/lib/out_file.c \
+		user/lib/procfs.h | $(UMT_BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -Iuser $(filter %.c,$^) -o $@
 
 $(UMT_BENCH_OUT)/storm: $(UMT_BENCH_DIR)/storm.c | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)

@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for the /proc parsers: /proc/meminfo
  * (meminfo__parse), /proc/zoneinfo's per-CPU lists (meminfo__parse_pcp),
- * /proc/PID/maps as libcuda discovery reads it (user/attach/libcuda.c),
+ * /proc/PID/maps as libcuda discovery reads it (user/attach/libcuda.c) and
+ * as the symbolizer walks a whole text (proc__maps_parse, every input),
  * and /proc/PID/mountinfo as the FUSE test reads it (proc__path_on_fuse).
  * The first byte chooses the parser; the rest is the file's text.
  *
@@ -86,6 +87,17 @@ static void fuzz_maps(const uint8_t *data, size_t size)
 	libcuda_set__free(&set);
 }
 
+/* The whole text at once, as the symbolizer walks it: no read past its NUL. */
+static void fuzz_maps_text(const char *text)
+{
+	struct maps_ent e;
+	const char *line;
+
+	for (line = text; *line; line = e.next)
+		if (proc__maps_parse(line, &e))
+			sink += e.lo ^ e.hi ^ e.offset ^ e.ino ^ e.path_len ^ (uint64_t)e.path[0];
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pcp_info pcp;
@@ -104,6 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
+	fuzz_maps_text(text);
 	if (data[0] % FUZZ__COUNT == FUZZ_MEMINFO) {
 		if (!meminfo__parse(text, &m))
 			sink += m.total + m.free + m.available + m.file + m.kreclaim;

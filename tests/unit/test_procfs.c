@@ -54,21 +54,19 @@ static const char maps[] =
 	"7f0000021000-7f0000022000 rw-p 00000000 00:00 0 \n"
 	"7ffc00000000-7ffc00002000 r-xp 00000000 00:00 0                          [vdso]\n"
 	"not a maps line\n"
+	"7f0000030000-7f0000031000 r--p 00000000 fd:01\n"
 	"7f0000030000-7f0000031000 r--p 00000000 fd:01 99 /a path/with \\012 in it";
 
 static void test_maps_parse(void)
 {
-	const char *line = maps;
-	struct maps_ent e[5];
-	bool ok[5];
+	const char *line;
+	struct maps_ent e[6];
+	bool ok[6];
 	int n;
 
-	for (n = 0; *line && n < 5; n++) {
+	for (line = maps, n = 0; *line && n < 6; line = e[n++].next)
 		ok[n] = proc__maps_parse(line, &e[n]);
-		line = strchrnul(line, '\n');
-		line += *line != '\0';
-	}
-	CHECK_EQ(n, 5, "lines");
+	CHECK_EQ(n, 6, "lines");
 	CHECK(ok[0] && e[0].lo == 0x7f0000000000ULL && e[0].hi == 0x7f0000021000ULL &&
 	      !strcmp(e[0].perms, "r-xp") && e[0].offset == 0x1000 && e[0].ino == 1234,
 	      "a file's fields", "lo %llx ino %lu", (unsigned long long)e[0].lo, e[0].ino);
@@ -80,8 +78,9 @@ static void test_maps_parse(void)
 	CHECK(ok[2] && !strncmp(e[2].path, "[vdso]", e[2].path_len) && e[2].path_len == 6,
 	      "vdso", "len %zu", e[2].path_len);
 	CHECK(!ok[3], "junk", "parsed");
-	CHECK(ok[4] && !strcmp(e[4].path, "/a path/with \\012 in it"), "last line, spaces",
-	      "got %s", e[4].path);
+	CHECK(!ok[4], "cut short", "parsed");
+	CHECK(ok[5] && !strcmp(e[5].path, "/a path/with \\012 in it") && *e[5].next == '\0',
+	      "last line, spaces", "got %s", e[5].path);
 }
 
 static int find_self(pid_t pid, void *seen)

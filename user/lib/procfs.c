@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,18 +328,86 @@ int proc__each_pid(int (*fn)(pid_t pid, void *arg), void *arg)
 	return ret;
 }
 
+/* A number in base 10 or 16 at *p, before end; *p moves past it. */
+static bool maps_num(const char **p, const char *end, unsigned int base, uint64_t *v)
+{
+	const char *s = *p;
+	unsigned int d;
+	uint64_t x = 0;
+
+	for (; s < end; s++) {
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned int)(*s - '0');
+		else if (base == 16 && (*s | 0x20) >= 'a' && (*s | 0x20) <= 'f')
+			d = (unsigned int)((*s | 0x20) - 'a' + 10);
+		else
+			break;
+		x = x * base + d;
+	}
+	if (s == *p)
+		return false;
+	*p = s;
+	*v = x;
+	return true;
+}
+
+/* One or more blanks at *p; *p moves past them. */
+static bool maps_blanks(const char **p, const char *end)
+{
+	const char *s = *p;
+
+	while (s < end && (*s == ' ' || *s == '\t'))
+		s++;
+	if (s == *p)
+		return false;
+	*p = s;
+	return true;
+}
+
+/* The length of the field at p: up to a blank or end. */
+static size_t maps_word(const char *p, const char *end)
+{
+	const char *s = p;
+
+	while (s < end && *s != ' ' && *s != '\t')
+		s++;
+	return (size_t)(s - p);
+}
+
+/*
+ * Read within the line only: sscanf would measure the whole rest of the
+ * text at every line, and a walk over a large maps file would cost its
+ * square (tests/bench/maps_walk.c).
+ */
 bool proc__maps_parse(const char *line, struct maps_ent *e)
 {
-	const char *end = strchrnul(line, '\n');
-	int at = 0;
+	const char *end = strchrnul(line, '\n'), *p = line;
+	uint64_t ino;
+	size_t n;
 
 	memset(e, 0, sizeof(*e));
-	/* address perms offset dev inode path; the blank before %n may run on. */
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*s %lu %n", &e->lo, &e->hi,
-		   e->perms, &e->offset, &e->ino, &at) != 5 || !at)
+	e->next = *end ? end + 1 : end;
+	/* address perms offset dev inode path */
+	if (!maps_num(&p, end, 16, &e->lo) || p == end || *p++ != '-' ||
+	    !maps_num(&p, end, 16, &e->hi) || !maps_blanks(&p, end))
 		return false;
-	e->path = line + at > end ? end : line + at;
-	e->path_len = (size_t)(end - e->path);
+	n = maps_word(p, end);
+	if (!n || n >= sizeof(e->perms))
+		return false;
+	memcpy(e->perms, p, n);
+	p += n;
+	if (!maps_blanks(&p, end) || !maps_num(&p, end, 16, &e->offset) ||
+	    !maps_blanks(&p, end))
+		return false;
+	n = maps_word(p, end);
+	p += n;
+	if (!n || !maps_blanks(&p, end) || !maps_num(&p, end, 10, &ino))
+		return false;
+	if (p < end && !maps_blanks(&p, end))
+		return false;
+	e->ino = (unsigned long)ino;
+	e->path = p;
+	e->path_len = (size_t)(end - p);
 	return true;
 }
 

@@ -54,11 +54,13 @@ struct maps_ent {
 	unsigned long ino;
 	const char *path;	/* in the line: a file, "[vdso]", or "" */
 	size_t path_len;	/* to the line's end, its newline left out */
+	const char *next;	/* the next line, or the text's NUL */
 };
 
 /*
- * Parse the line at line (to its newline or NUL, so a whole file's text
- * may be walked a line at a time); false if it is no maps line.
+ * Parse the line at line (to its newline or NUL), so that a whole file's
+ * text is walked a line at a time: for (l = text; *l; l = e.next). false
+ * if it is no maps line (e->next is set all the same).
  */
 bool proc__maps_parse(const char *line, struct maps_ent *e);
 

@@ -116,22 +116,19 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name,
 static int read_file_ranges(struct sym_proc *p, const char *maps, struct map_range *vdso)
 {
 	struct map_range *v = NULL, *nv;
-	const char *line = maps;
 	size_t n = 0, cap = 0;
 	struct maps_ent e;
-	uint64_t lo, hi;
+	const char *line;
 
-	for (; *line; line = strchrnul(line, '\n'), line += *line != '\0') {
+	for (line = maps; *line; line = e.next) {
 		if (!proc__maps_parse(line, &e))
 			continue;
-		lo = e.lo;
-		hi = e.hi;
 		if (!strncmp(e.path, "[vdso]", 6))
-			*vdso = (struct map_range){ lo, hi };
+			*vdso = (struct map_range){ e.lo, e.hi };
 		else if (*e.path != '/')
 			continue;
-		if (n && v[n - 1].hi == lo) {
-			v[n - 1].hi = hi;
+		if (n && v[n - 1].hi == e.lo) {
+			v[n - 1].hi = e.hi;
 			continue;
 		}
 		if (n == cap) {
@@ -143,7 +140,7 @@ static int read_file_ranges(struct sym_proc *p, const char *maps, struct map_ran
 			}
 			v = nv;
 		}
-		v[n++] = (struct map_range){ lo, hi };
+		v[n++] = (struct map_range){ e.lo, e.hi };
 	}
 	free(p->files);
 	p->files = v;
