@@ -16,10 +16,8 @@ Figures per run: the helper's looks (how many, the lateness 99% of them
 came within, the latest; from the guard's exit line), the major faults
 the daemon and its helper took while it ran (/proc/PID/stat), the
 arming's attach (its time and where it was made, from -v), and how far
-past the floor each hog was stopped (negative: before it), from
-MemAvailable's best in the 0.3 s after the stop (free pages moved onto the
-per-CPU lists since set aside), once the VM's free page
-reporting has settled (test_guard.reporting_settled).
+past the floor each hog was stopped (negative: before it), measured as
+the tests measure a stop (test_guard.stopped_past).
 
 Prints a table; writes OUT/bench/pressure.json. Needs root, and
 BENCH_FILES_MIB of disk in BENCH_DIR (default /var/tmp).
@@ -38,7 +36,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from harness import meminfo  # noqa: E402
-from test_guard import available_since, pcp_bytes, state_of as state  # noqa: E402
+from test_guard import stopped_past, wait_stopped  # noqa: E402
 
 MIB = 1 << 20
 FREE = int(os.environ.get("BENCH_FREE_MIB", "8192")) * MIB
@@ -90,15 +88,13 @@ def ballast():
     return m
 
 
-def stopped_past(pid, floor, timeout=180):
-    deadline = time.monotonic() + timeout
-    while state(pid) != "T":
-        if time.monotonic() > deadline or state(pid) is None:
-            return None
-        time.sleep(0.001)
-    # As the tests measure a stop: not inside a reporting pass, and free
-    # pages moved onto the per-CPU lists since are not taken.
-    return (floor - available_since(pcp_bytes())) / MIB
+def stopped_past_mib(pid, floor, timeout=180):
+    """As the tests measure a stop (test_guard.stopped_past), in MiB; None
+    if the hog was not stopped in time."""
+    lists = wait_stopped(pid, timeout)
+    if lists is None:
+        return None
+    return stopped_past(pid, floor, lists) / MIB
 
 
 def run(out, locked):
@@ -172,7 +168,7 @@ def measure(guard, lines, hogs, locked):
         detached = sum("page programs detached" in l for l in lines)
         hog = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            result[f"{kind}_past_mib"] = stopped_past(hog.pid, FLOOR)
+            result[f"{kind}_past_mib"] = stopped_past_mib(hog.pid, FLOOR)
         finally:
             hog.kill()
             hog.wait(timeout=60)

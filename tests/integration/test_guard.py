@@ -140,7 +140,7 @@ def stopped_past(pid, floor, lists, timeout=10):
     then, plus what the job took since (it must take nothing), not what
     other processes take afterwards, nor free pages moved onto the
     per-CPU lists by their allocations since the stop was seen with lists
-    bytes on them (20 to 40 MiB on this VM within a second of a stop),
+    bytes on them (22 to 38 MiB on this VM within a second of a stop),
     nor what a VM's free page reporting holds. A live guard may let a
     kernel stop go (the crossing did not last): wait_told first; the lists
     are counted from their lower level, then or now."""
@@ -159,7 +159,10 @@ def stopped_past(pid, floor, lists, timeout=10):
     # job run on: what it takes from the lists until its next stop is not
     # in MemAvailable, and must not count as taken now.
     best = available_since(min(lists, pcp_bytes()))
-    assert rss(pid) == held, f"the stopped job took {(rss(pid) - held) / MIB:.1f} MiB more"
+    # Reclaim may take its file pages (its own code) meanwhile: less is not
+    # the job's doing, more would be.
+    taken = rss(pid) - held
+    assert taken <= 0, f"the stopped job took {taken / MIB:.1f} MiB more"
     return floor - best
 
 

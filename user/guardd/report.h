@@ -28,7 +28,7 @@ struct file_writer;
 
 /* umtrace_guard_stops_total{reason="..."}: pass every reason, even at 0. */
 struct guard_metrics_count {
-	const char *reason;	/* "drop", "floor", "admission", ... */
+	const char *reason;	/* "admission", "floor", "reclaim", "policy" */
 	uint64_t count;
 };
 
