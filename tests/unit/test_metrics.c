@@ -32,24 +32,25 @@ static const struct guard_metrics_torch torch[] = {
 	{ .pid = 123, .comm = "python3", .device = 1, .allocated = 1048576 },	/* 3-argument hook */
 };
 
-static const struct guard_metrics sample = {
+static const struct guard_snapshot sample = {
+	.status = {
+		.floor = 2621440000ULL,
+		.low = 3145728000ULL,
+		.drop = 2621440000ULL,
+		.headroom = -1048576,
+		.reclaims = 5,
+		.checks = 100,
+		.samples = 42,
+		.pages_on = true,
+		.arms = 3,
+	},
 	.up = true,
-	.floor = 2621440000ULL,
-	.low = 3145728000ULL,
-	.drop = 2621440000ULL,
-	.headroom = -1048576,
 	.mem_available = 2620391424ULL,
 	.mem_free = 1000000000ULL,
 	.mem_total = 68719476736ULL,
 	.stops = stops,
 	.n_stops = 2,
-	.stopped_processes = 1,
-	.reclaim_events = 5,
 	.kernel_decisions = 2,
-	.admission_checks = 100,
-	.samples = 42,
-	.pages_on = true,
-	.page_arms = 3,
 	.last_stop_time = 1700000000.5,
 	.procs = procs,
 	.n_procs = 2,
@@ -138,7 +139,7 @@ static const char expected[] =
 	"# TYPE umtrace_torch_reserved_bytes gauge\n"
 	"umtrace_torch_reserved_bytes{pid=\"123\",comm=\"python3\",device=\"0\"} 668991488\n";
 
-static char *format(const struct guard_metrics *m)
+static char *format(const struct guard_snapshot *m)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -209,7 +210,7 @@ static bool dir_holds(const char *const *names, size_t n)
 static void test_exact_text(void)
 {
 	char *text = format(&sample);
-	struct guard_metrics m = { 0 };
+	static struct guard_snapshot m;
 
 	CHECK(text && !strcmp(text, expected), "text", "got:\n%s", text ? text : "(null)");
 	free(text);
@@ -250,7 +251,7 @@ static void test_label_escaping(void)
 		"{pid=\"10\",comm=\"\"} 0\n",
 	};
 	static const struct guard_metrics_count r[] = { { "a\"b", 3 } };
-	struct guard_metrics m = { .procs = p, .n_procs = 10, .stops = r, .n_stops = 1 };
+	static struct guard_snapshot m = { .procs = p, .n_procs = 10, .stops = r, .n_stops = 1 };
 	char *text = format(&m);
 	size_t i;
 
@@ -269,7 +270,7 @@ static void test_label_escaping(void)
  * file writer): the text, renamed over path through a temporary file
  * beside it, mode METRICS_MODE. 0 or -errno.
  */
-static int metrics__write(const char *path, const struct guard_metrics *m)
+static int metrics__write(const char *path, const struct guard_snapshot *m)
 {
 	size_t len;
 	char *buf = metrics__text(m, &len);
@@ -286,7 +287,7 @@ static void test_atomic_replace(void)
 {
 	static const char *const only[] = { "umtrace.prom" };
 	const char *path = in_dir("umtrace.prom");
-	struct guard_metrics m = sample;
+	static struct guard_snapshot m;
 	struct stat st1, st2;
 	mode_t old;
 	char *got;
@@ -298,8 +299,9 @@ static void test_atomic_replace(void)
 	CHECK(got && !strcmp(got, expected), "content", "got:\n%s", got ? got : "(null)");
 	CHECK(!stat(path, &st1) && (st1.st_mode & 07777) == 0644, "mode 0644 whatever the umask",
 	      "mode %o", st1.st_mode & 07777);
+	m = sample;
 	m.up = false;
-	m.samples = 43;
+	m.status.samples = 43;
 	CHECK_EQ(metrics__write(path, &m), 0, "second write");
 	got = slurp(path);
 	CHECK(got && strstr(got, "\numtrace_guard_up 0\n") &&

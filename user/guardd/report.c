@@ -62,18 +62,18 @@ void guard_report__write(struct guard_report *r, const struct guard_snapshot *s)
 	put_file(r, &r->state_err, r->state_path, buf, len, 0600, true);
 	if (!r->metrics_path)
 		return;
-	buf = metrics__text(&s->metrics, &len);
+	buf = metrics__text(s, &len);
 	put_file(r, &r->metrics_err, r->metrics_path, buf, len, METRICS_MODE, false);
 }
 
 void guard_snapshot__free(struct guard_snapshot *s)
 {
-	free((void *)s->metrics.procs);
-	free((void *)s->metrics.stops);
-	free((void *)s->metrics.torch);
-	s->metrics.procs = NULL;
-	s->metrics.stops = NULL;
-	s->metrics.torch = NULL;
+	free((void *)s->procs);
+	free((void *)s->stops);
+	free((void *)s->torch);
+	s->procs = NULL;
+	s->stops = NULL;
+	s->torch = NULL;
 }
 
 /* ---- the Prometheus text ---- */
@@ -97,26 +97,26 @@ static void counter(FILE *f, const char *name, const char *help, uint64_t v)
 	fprintf(f, PREFIX "%s %" PRIu64 "\n", name, v);
 }
 
-static void process_rows(FILE *f, const struct guard_metrics *m, const char *name, bool bytes)
+static void process_rows(FILE *f, const struct guard_snapshot *s, const char *name, bool bytes)
 {
 	const struct guard_metrics_process *r;
 	size_t i;
 
-	for (i = 0; i < m->n_procs; i++) {
-		r = &m->procs[i];
+	for (i = 0; i < s->n_procs; i++) {
+		r = &s->procs[i];
 		fprintf(f, PREFIX "%s{pid=\"%d\",comm=\"", name, (int)r->pid);
 		esc__prom_label(f, r->comm);
 		fprintf(f, "\"} %" PRIu64 "\n", bytes ? r->host_bytes : (uint64_t)r->stopped);
 	}
 }
 
-static void torch_rows(FILE *f, const struct guard_metrics *m, bool reserved)
+static void torch_rows(FILE *f, const struct guard_snapshot *s, bool reserved)
 {
 	const struct guard_metrics_torch *r;
 	size_t i;
 
-	for (i = 0; i < m->n_torch; i++) {
-		r = &m->torch[i];
+	for (i = 0; i < s->n_torch; i++) {
+		r = &s->torch[i];
 		if (reserved && !r->reserved_known)
 			continue;
 		fprintf(f, "umtrace_torch_%s_bytes{pid=\"%d\",comm=\"",
@@ -128,81 +128,91 @@ static void torch_rows(FILE *f, const struct guard_metrics *m, bool reserved)
 }
 
 /* PyTorch's caching allocator: a family of its own, outside umtrace_guard_*. */
-static void torch_families(FILE *f, const struct guard_metrics *m)
+static void torch_families(FILE *f, const struct guard_snapshot *s)
 {
-	if (!m->torch_on)
+	if (!s->torch_on)
 		return;
 	fputs("# HELP umtrace_torch_allocated_bytes Bytes in blocks PyTorch's CUDA caching "
 	      "allocator has handed out (torch.cuda.memory_allocated).\n"
 	      "# TYPE umtrace_torch_allocated_bytes gauge\n", f);
-	torch_rows(f, m, false);
+	torch_rows(f, s, false);
 	fputs("# HELP umtrace_torch_reserved_bytes Bytes PyTorch's CUDA caching allocator "
 	      "holds from the driver (torch.cuda.memory_reserved).\n"
 	      "# TYPE umtrace_torch_reserved_bytes gauge\n", f);
-	torch_rows(f, m, true);
+	torch_rows(f, s, true);
 }
 
-int metrics__format(FILE *f, const struct guard_metrics *m)
+static uint64_t stopped_processes(const struct guard_snapshot *s)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->n_procs; i++)
+		n += s->procs[i].stopped;
+	return n;
+}
+
+int metrics__format(FILE *f, const struct guard_snapshot *s)
 {
 	size_t i;
 
-	gauge(f, "up", "1 while umtrace guard runs, 0 in the file it leaves at exit.", m->up);
-	gauge(f, "floor_bytes", "The guard's FLOOR threshold.", m->floor);
-	gauge(f, "low_bytes", "The guard's LOW threshold.", m->low);
-	gauge(f, "drop_bytes", "The guard's DROP threshold, per sample.", m->drop);
+	gauge(f, "up", "1 while umtrace guard runs, 0 in the file it leaves at exit.", s->up);
+	gauge(f, "floor_bytes", "The guard's FLOOR threshold.", s->status.floor);
+	gauge(f, "low_bytes", "The guard's LOW threshold.", s->status.low);
+	gauge(f, "drop_bytes", "The guard's DROP threshold, per sample.", s->status.drop);
 	gauge(f, "auto_resume_bytes",
 	      "Stopped jobs are resumed above this (0: only by an operator).",
-	      m->auto_resume_above);
+	      s->status.auto_resume);
 	family(f, "headroom_bytes", "gauge",
 	       "Host memory left above the floor (negative below it).");
-	fprintf(f, PREFIX "headroom_bytes %" PRId64 "\n", m->headroom);
-	gauge(f, "mem_available_bytes", "MemAvailable at the last sample.", m->mem_available);
-	gauge(f, "mem_free_bytes", "MemFree at the last sample.", m->mem_free);
-	gauge(f, "mem_total_bytes", "MemTotal.", m->mem_total);
+	fprintf(f, PREFIX "headroom_bytes %" PRId64 "\n", s->status.headroom);
+	gauge(f, "mem_available_bytes", "MemAvailable at the last sample.", s->mem_available);
+	gauge(f, "mem_free_bytes", "MemFree at the last sample.", s->mem_free);
+	gauge(f, "mem_total_bytes", "MemTotal.", s->mem_total);
 
 	family(f, "stops_total", "counter", "Processes stopped (or, in a dry run, not), by reason.");
-	for (i = 0; i < m->n_stops; i++) {
+	for (i = 0; i < s->n_stops; i++) {
 		fputs(PREFIX "stops_total{reason=\"", f);
-		esc__prom_label(f, m->stops[i].reason);
-		fprintf(f, "\"} %" PRIu64 "\n", m->stops[i].count);
+		esc__prom_label(f, s->stops[i].reason);
+		fprintf(f, "\"} %" PRIu64 "\n", s->stops[i].count);
 	}
-	counter(f, "resumes_total", "Processes resumed by auto-resume.", m->resumes);
+	counter(f, "resumes_total", "Processes resumed by auto-resume.", s->resumes);
 	gauge(f, "stopped_processes", "Processes the guard holds stopped now.",
-	      m->stopped_processes);
+	      stopped_processes(s));
 	counter(f, "signal_failures_total", "Stops or resumes that could not be delivered.",
-		m->signal_failures);
+		s->status.send_failed);
 	counter(f, "reclaim_events_total", "Direct reclaim entries seen, host-wide.",
-		m->reclaim_events);
+		s->status.reclaims);
 	counter(f, "kernel_decisions_total", "Stops decided by the guard's kernel side.",
-		m->kernel_decisions);
+		s->kernel_decisions);
 	counter(f, "admission_checks_total", "GPU calls checked by the kernel side.",
-		m->admission_checks);
-	counter(f, "samples_total", "/proc/meminfo samples taken.", m->samples);
+		s->status.checks);
+	counter(f, "samples_total", "/proc/meminfo samples taken.", s->status.samples);
 	gauge(f, "page_programs_attached",
 	      "1: the per-page programs are attached (near the floor, or always).",
-	      m->pages_on);
+	      s->status.pages_on);
 	counter(f, "page_program_arms_total",
-		"Times the per-page programs were attached near the floor.", m->page_arms);
+		"Times the per-page programs were attached near the floor.", s->status.arms);
 	family(f, "last_stop_timestamp_seconds", "gauge",
 	       "When the last process was stopped, in Unix time (0: never).");
-	if (m->last_stop_time > 0)
-		fprintf(f, PREFIX "last_stop_timestamp_seconds %.3f\n", m->last_stop_time);
+	if (s->last_stop_time > 0)
+		fprintf(f, PREFIX "last_stop_timestamp_seconds %.3f\n", s->last_stop_time);
 	else
 		fputs(PREFIX "last_stop_timestamp_seconds 0\n", f);
 
 	family(f, "process_host_bytes", "gauge",
 	       "Host memory a process took in GPU allocation calls and holds.");
-	process_rows(f, m, "process_host_bytes", true);
+	process_rows(f, s, "process_host_bytes", true);
 	family(f, "process_stopped", "gauge", "1 if the guard holds the process stopped.");
-	process_rows(f, m, "process_stopped", false);
-	torch_families(f, m);
+	process_rows(f, s, "process_stopped", false);
+	torch_families(f, s);
 
 	if (fflush(f) || ferror(f))
 		return errno ? -errno : -EIO;
 	return 0;
 }
 
-char *metrics__text(const struct guard_metrics *m, size_t *len)
+char *metrics__text(const struct guard_snapshot *s, size_t *len)
 {
 	char *buf = NULL;
 	FILE *f;
@@ -211,7 +221,7 @@ char *metrics__text(const struct guard_metrics *m, size_t *len)
 	f = open_memstream(&buf, len);
 	if (!f)
 		return NULL;
-	err = metrics__format(f, m);
+	err = metrics__format(f, s);
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (err) {

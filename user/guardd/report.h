@@ -49,28 +49,22 @@ struct guard_metrics_torch {
 	bool reserved_known;	/* the old 3-argument hook gives no totals */
 };
 
-struct guard_metrics {
+/*
+ * One snapshot of the daemon, taken in its loop: the state file is its
+ * status; the metrics are its status and what only they show.
+ */
+struct guard_snapshot {
+	struct guard_status status;
 	bool up;		/* false in the last file written at exit */
-	uint64_t floor;		/* bytes */
-	uint64_t low;
-	uint64_t drop;
-	uint64_t auto_resume_above;	/* 0: off */
-	int64_t headroom;	/* above the floor; negative below it */
 	uint64_t mem_available;
 	uint64_t mem_free;
 	uint64_t mem_total;
+	uint64_t resumes;
+	uint64_t kernel_decisions;	/* the kernel side's, told or let go */
+	double last_stop_time;	/* Unix seconds; 0: never */
+	/* Arrays the snapshot owns (guard_snapshot__free). */
 	const struct guard_metrics_count *stops;
 	size_t n_stops;
-	uint64_t stopped_processes;
-	uint64_t resumes;
-	uint64_t signal_failures;
-	uint64_t reclaim_events;
-	uint64_t kernel_decisions;
-	uint64_t admission_checks;
-	uint64_t samples;
-	bool pages_on;		/* the page programs are attached (guardd/arm.h) */
-	uint64_t page_arms;
-	double last_stop_time;	/* Unix seconds; 0: never */
 	const struct guard_metrics_process *procs;
 	size_t n_procs;
 	bool torch_on;		/* the hook is probed: its families are written */
@@ -82,14 +76,9 @@ struct guard_metrics {
 #define METRICS_MODE 0644
 
 /* The exposition text. 0 or -errno (the stream's). */
-int metrics__format(FILE *f, const struct guard_metrics *m);
+int metrics__format(FILE *f, const struct guard_snapshot *s);
 /* The same in memory (the caller frees it), or NULL with errno set. */
-char *metrics__text(const struct guard_metrics *m, size_t *len);
-
-struct guard_snapshot {
-	struct guard_status status;
-	struct guard_metrics metrics;	/* its procs and stops belong to the snapshot */
-};
+char *metrics__text(const struct guard_snapshot *s, size_t *len);
 
 struct guard_report {
 	const char *state_path;

@@ -63,57 +63,46 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	}
 }
 
+/* What only the metrics show: memory, counts by reason, each process. */
 static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
-			     struct guard_proc **all, size_t n, struct guard_metrics *m)
+			     struct guard_proc **all, size_t n, struct guard_snapshot *s)
 {
 	struct guard_metrics_process *procs = calloc(n ? n : 1, sizeof(*procs));
 	struct guard_metrics_count *stops = calloc(GUARD_N_REASONS, sizeof(*stops));
 	unsigned int r;
 	size_t i;
 
-	m->up = !g->exiting;
-	m->floor = g->opt.pol.floor;
-	m->low = g->opt.pol.low;
-	m->drop = g->opt.pol.drop;
-	m->auto_resume_above = g->opt.pol.auto_resume_above;
-	m->headroom = ks->headroom;
-	m->mem_available = g->sample.available;
-	m->mem_free = g->sample.free;
-	m->mem_total = g->sample.total;
-	m->resumes = g->resumes;
-	m->signal_failures = ks->send_failed;
-	m->reclaim_events = ks->reclaims;
-	m->kernel_decisions = ks->stops;
-	m->admission_checks = ks->checks;
-	m->samples = g->samples;
-	m->pages_on = g->armer.sh && g->armer.sh->on;
-	m->page_arms = g->armer.sh ? g->armer.sh->arms : 0;
-	m->last_stop_time = (double)g->last_stop;
+	s->up = !g->exiting;
+	s->mem_available = g->sample.available;
+	s->mem_free = g->sample.free;
+	s->mem_total = g->sample.total;
+	s->resumes = g->resumes;
+	s->kernel_decisions = ks->stops;
+	s->last_stop_time = (double)g->last_stop;
 	for (r = 0; stops && r < GUARD_N_REASONS; r++) {
 		stops[r].reason = guard_reason__name(UMT_GUARD_ADMISSION + r);
 		stops[r].count = g->stops_by[r];
 	}
-	m->stops = stops;
-	m->n_stops = stops ? GUARD_N_REASONS : 0;
+	s->stops = stops;
+	s->n_stops = stops ? GUARD_N_REASONS : 0;
 	for (i = 0; procs && i < n; i++) {
 		procs[i].pid = (pid_t)all[i]->pid;
 		procs[i].comm = all[i]->comm;
 		procs[i].host_bytes = guard_sites__proc_host(g, all[i]->pid);
 		procs[i].stopped = all[i]->stopped && !all[i]->dry;
-		m->stopped_processes += procs[i].stopped;
 	}
-	m->procs = procs;
-	m->n_procs = procs ? n : 0;
+	s->procs = procs;
+	s->n_procs = procs ? n : 0;
 }
 
 /* PyTorch's allocator per process and device, as the model has it now. */
-static void snapshot_torch(struct guard *g, struct guard_metrics *m)
+static void snapshot_torch(struct guard *g, struct guard_snapshot *s)
 {
 	struct guard_metrics_torch *rows;
 	const struct torch_dev *d;
 	size_t i, n = 0;
 
-	m->torch_on = g->opt.torch;
+	s->torch_on = g->opt.torch;
 	if (!g->torch.n)
 		return;
 	rows = calloc(g->torch.n, sizeof(*rows));
@@ -130,8 +119,8 @@ static void snapshot_torch(struct guard *g, struct guard_metrics *m)
 			.reserved_known = d->last.flags & TORCH_S_TOTALS,
 		};
 	}
-	m->torch = rows;
-	m->n_torch = rows ? n : 0;
+	s->torch = rows;
+	s->n_torch = rows ? n : 0;
 }
 
 void guard__write_report(struct guard *g)
@@ -149,8 +138,8 @@ void guard__write_report(struct guard *g)
 		goto out;
 	guard_kernel__stats(&g->session.probes, &ks);
 	snapshot_status(g, &ks, all, n, &s->status);
-	snapshot_metrics(g, &ks, all, n, &s->metrics);
-	snapshot_torch(g, &s->metrics);
+	snapshot_metrics(g, &ks, all, n, s);
+	snapshot_torch(g, s);
 	guard_report__write(&g->report, s);
 	guard_snapshot__free(s);
 out:
