@@ -4,6 +4,7 @@
 Every floor is set relative to the headroom at the start of the test (a
 few GiB below what is available), so the real host is never at risk.
 """
+import glob
 import json
 import os
 import re
@@ -1236,6 +1237,51 @@ def test_guard_on_stop_hook_after_bundle(env):
     assert f"UMTRACE_PID={job.pid}\n" in said, said
     assert re.search(r"UMTRACE_REASON=(admission|floor)\n", said), said
     assert "UMTRACE_ACTION=stop\n" in said and "UMTRACE_POSTMORTEM=" + pm in said, said
+
+
+def test_guard_bundle_recording_keeps_the_cost_model(env):
+    """The flight recording in a stop's bundle says what `record` says of
+    its host: the cost model the guard ran under (here --platform unified),
+    so a report made from it on another machine counts a device call's
+    whole size as host memory, as the guard did. The jobs are a discrete
+    GPU's (FAKECUDA_MODE=discrete): each call takes one bookkeeping page,
+    and this host's own model would count only that."""
+    pm = env.tmpfile("infopm")
+    discrete = {**os.environ, "FAKECUDA_MODE": "discrete"}
+    g = Guard(env, usable() - 512 * MIB,
+              extra=["--scope", "comm:^alloc_mix$", "--postmortem-dir", pm])
+    held = env.popen([env.alloc_mix, "-n", "4", "-s", "64M", "-a", "alloc", "-k",
+                      "-w", "60000", "-o", "/dev/null"], env=discrete)
+    # One call of more than the room left: stopped at admission.
+    big = env.popen([env.alloc_mix, "-n", "1", "-s", "1G", "-a", "alloc", "-k",
+                     "-o", "/dev/null"], env=discrete)
+    try:
+        assert wait_holding(held.pid), "the four calls were not made"
+        assert wait_state(big.pid, "T", 20), "not stopped"
+        wait_told(g, big.pid)
+        deadline = time.monotonic() + 30
+        while True:
+            recs = glob.glob(os.path.join(pm, "*", "recording.umt"))
+            rep = recs and subprocess.run([env.umtrace, "report", "--json", "-p",
+                                           str(held.pid), recs[0]],
+                                          capture_output=True, text=True, timeout=60)
+            if rep and rep.returncode == 0 and '"event":"callsite"' in rep.stdout:
+                break
+            assert time.monotonic() < deadline, rep.stderr if rep else "no recording"
+            time.sleep(0.1)
+    finally:
+        for p in (held, big):
+            p.kill()
+            p.wait(timeout=30)
+        g.stop()
+        shutil.rmtree(pm, ignore_errors=True)
+    objs = [json.loads(l) for l in rep.stdout.splitlines() if l.startswith("{")]
+    sites = [o for o in objs if o["event"] == "callsite" and o["api"] == "cuMemAlloc_v2"]
+    assert len(sites) == 1, objs
+    s = sites[0]
+    assert s["calls"] == 4 and s["size"] == 4 * 64 * MIB, s
+    assert s["holds_host_bytes"] == s["size"], s
+    assert s["held_host_bytes"] < MIB, s
 
 
 def test_guard_aftermath_on_a_full_disk_and_a_hung_hook(env):

@@ -263,12 +263,33 @@ void guard_flight__torch(struct guard *g, const struct torch_sample *s)
 		flight__add_torch(g->flight, s);
 }
 
+/*
+ * What a report made elsewhere needs of this host, as `record` writes it:
+ * its cost model (--platform, or what the driver said) and the records
+ * lost so far. The guard's sampling interval varies: none is claimed.
+ */
+static void flight_info(struct guard *g)
+{
+	struct rec_info i = {
+		.platform_forced = g->opt.ao.platform,
+		.platform_driver = g->summary.platform.decided,
+	};
+	struct probe_stats st;
+
+	if (g->session.probes.skel) {
+		session__stats(&g->session, &st);
+		i.dropped = st.rec_dropped;
+	}
+	flight__set_info(g->flight, &i);
+}
+
 int guard_flight__dump(struct guard *g, const char *dir)
 {
 	char path[4200];
 
 	if (!g->flight)
 		return 0;
+	flight_info(g);
 	snprintf(path, sizeof(path), "%s/recording.umt", dir);
 	return flight__dump(g->flight, path);
 }
