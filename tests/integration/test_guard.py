@@ -1252,11 +1252,13 @@ def test_guard_bundle_recording_keeps_the_cost_model(env):
               extra=["--scope", "comm:^alloc_mix$", "--postmortem-dir", pm])
     held = env.popen([env.alloc_mix, "-n", "4", "-s", "64M", "-a", "alloc", "-k",
                       "-w", "60000", "-o", "/dev/null"], env=discrete)
-    # One call of more than the room left: stopped at admission.
-    big = env.popen([env.alloc_mix, "-n", "1", "-s", "1G", "-a", "alloc", "-k",
-                     "-o", "/dev/null"], env=discrete)
+    big = None
     try:
+        # Its calls are in the recorder before the stop that dumps it.
         assert wait_holding(held.pid), "the four calls were not made"
+        # One call of more than the room left: stopped at admission.
+        big = env.popen([env.alloc_mix, "-n", "1", "-s", "1G", "-a", "alloc", "-k",
+                         "-o", "/dev/null"], env=discrete)
         assert wait_state(big.pid, "T", 20), "not stopped"
         wait_told(g, big.pid)
         deadline = time.monotonic() + 30
@@ -1271,8 +1273,9 @@ def test_guard_bundle_recording_keeps_the_cost_model(env):
             time.sleep(0.1)
     finally:
         for p in (held, big):
-            p.kill()
-            p.wait(timeout=30)
+            if p:
+                p.kill()
+                p.wait(timeout=30)
         g.stop()
         shutil.rmtree(pm, ignore_errors=True)
     objs = [json.loads(l) for l in rep.stdout.splitlines() if l.startswith("{")]

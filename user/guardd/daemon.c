@@ -56,16 +56,6 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 		guard__proc_drop(g, p);
 }
 
-static void on_guard(void *ctx, const struct umt_guard_rec *r)
-{
-	guard__kernel_stop(ctx, r);
-}
-
-static void on_scope_ask(void *ctx, const struct umt_scope_ask_rec *r)
-{
-	guard__answer_scope(ctx, r);
-}
-
 /* PyTorch's allocator (--torch): for the stop line, post-mortem and metrics. */
 static void on_torch(void *ctx, const struct torch_sample *s)
 {
@@ -81,8 +71,8 @@ static const struct session_ops guard_ops = {
 	.on_call = on_call,
 	.on_exit = on_exit_rec,
 	.on_tick = guard__tick,
-	.on_guard = on_guard,
-	.on_scope_ask = on_scope_ask,
+	.on_guard = guard__kernel_stop,
+	.on_scope_ask = guard__answer_scope,
 	.on_torch = on_torch,
 };
 

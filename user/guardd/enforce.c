@@ -2,8 +2,8 @@
 /*
  * A decision carried out and told: a stop (the kernel's or the sampled
  * rule's) becomes one struct guard_stop, made here once, then the cgroup
- * freeze, the log line, the flight recorder's record, the post-mortem
- * bundle and the --on-stop hook; a resume undoes the stop.
+ * freeze, the log line, then what postmortem.c keeps of it (the flight
+ * recorder's record, the bundle, the --on-stop hook); a resume undoes it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -14,7 +14,6 @@
 #include "guardd/guard.h"
 #include "lib/escape.h"
 #include "lib/units.h"
-#include "model/cuda_api.h"
 #include "lib/sys.h"
 #include "lib/procfs.h"
 
@@ -39,45 +38,6 @@ static int freeze_cgroup(struct guard *g, struct guard_proc *p)
 	return err;
 }
 
-/* Everything but stdio: a child must not keep the guard's links alive. */
-static void close_inherited(void)
-{
-	int fd;
-
-	if (!close_range(3, ~0U, 0))
-		return;
-	for (fd = 3; fd < 1024; fd++)
-		close(fd);
-}
-
-/*
- * The post-mortem bundle and --on-stop, in a child of their own: a
- * snapshot of the guard's memory as the stop found it, written at the
- * disk's pace while the loop goes on (a slow or hung disk stalls only the
- * child). The hook runs once the bundle is complete.
- */
-static void aftermath(struct guard *g, const struct guard_stop *s)
-{
-	char bundle[4096] = "";
-	pid_t child;
-
-	if (!g->opt.postmortem_dir && !g->opt.on_stop)
-		return;
-	child = fork();
-	if (child < 0) {
-		wlog("guard: cannot write the post-mortem or run --on-stop: %s", strerror(errno));
-		return;
-	}
-	if (child)
-		return;
-	close_inherited();
-	if (g->opt.postmortem_dir && postmortem__write(g, s, bundle, sizeof(bundle)))
-		bundle[0] = '\0';
-	if (g->opt.on_stop)
-		guard_stop__exec_hook(s, g->opt.on_stop, bundle);
-	_exit(0);
-}
-
 static void make_stop(struct guard *g, struct guard_proc *p, struct guard_stop *s)
 {
 	s->pid = p->pid;
@@ -90,6 +50,7 @@ static void make_stop(struct guard *g, struct guard_proc *p, struct guard_stop *
 	s->held = guard_sites__proc_host(g, p->pid);
 	guard_sites__top_site(g, p->pid, s->top_site, sizeof(s->top_site));
 	s->torch = torch_model__judge_pid(&g->torch, p->pid, &s->torch_v);
+	guard_stop__name(s);
 }
 
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
@@ -121,8 +82,7 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 		elog("guard: could not stop %u: %s", p->pid, strerror(-send_err));
 	if (!s.first)
 		return;
-	guard_flight__stop(g, &s);
-	aftermath(g, &s);
+	postmortem__stop(g, &s);
 	guard__write_report(g);
 }
 
@@ -154,29 +114,6 @@ void guard__resumed_by_operator(struct guard *g, struct guard_proc *p)
 }
 
 /* ----- the kernel's stops ----- */
-
-/* What the kernel said, in words, for the log line. */
-static void kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len)
-{
-	char a[32], b[32];
-	int64_t room = r->headroom_pages * (int64_t)page__size();
-
-	switch (r->reason) {
-	case UMT_GUARD_ADMISSION:
-		snprintf(buf, len, "%s of %s with %s above the floor",
-			 cuda_api__name(r->api), fmt_bytes(r->cost_bytes, a, sizeof(a)),
-			 fmt_bytes_signed(room, false, b, sizeof(b)));
-		break;
-	case UMT_GUARD_FLOOR:
-		snprintf(buf, len, "a page taken %s past the floor",
-			 fmt_bytes_signed(-room, false, a, sizeof(a)));
-		break;
-	default:
-		snprintf(buf, len, "direct reclaim with %s under low",
-			 fmt_bytes_signed(-room, false, a, sizeof(a)));
-		break;
-	}
-}
 
 /*
  * The job goes on as if nothing had happened (a call stopped at its entry
@@ -219,7 +156,7 @@ static void tell(struct guard *g, const struct umt_guard_rec *r)
 	char detail[GUARD_STOP_DETAIL_MAX], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
 	int err = 0;
 
-	kernel_detail(r, detail, sizeof(detail));
+	guard_stop__kernel_detail(r, detail, sizeof(detail));
 	g->kernel_stops++;
 	if (!p) {
 		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid,
@@ -267,8 +204,9 @@ static bool crossing_over(const struct umt_guard_rec *r, int64_t room)
 	return room > 0;
 }
 
-void guard__kernel_stop(struct guard *g, const struct umt_guard_rec *r)
+void guard__kernel_stop(void *guard, const struct umt_guard_rec *r)
 {
+	struct guard *g = guard;
 	struct guard_held *h;
 
 	if (out_of_scope(g, r))

@@ -175,8 +175,8 @@ int guard__sample_meter(void *ctx, uint64_t *bytes);
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err);
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
-/* A record of the kernel side's stop: held for a second look, or told. */
-void guard__kernel_stop(struct guard *g, const struct umt_guard_rec *r);
+/* A record of the kernel side's stop: held for a second look, or told (a session op). */
+void guard__kernel_stop(void *guard, const struct umt_guard_rec *r);
 /* The held stops' looks due by now_ms; whether any is still held. */
 bool guard__recheck(struct guard *g, uint64_t now_ms);
 /* Each held stop looked at one last time, and told or let go: at exit. */
@@ -219,26 +219,24 @@ void guard_sites__free(struct guard *g);
  * and why), report.txt (per process and entry point, and the call sites
  * holding memory), held.folded (who held what at the stop, as folded
  * stacks weighted by host bytes) and recording.umt (the flight recorder:
- * the last minutes of calls and memory samples) when there is one. 0 and
- * the bundle's path in dir, or -errno (a warning is logged).
+ * the last minutes of calls and memory samples) when there is one; then
+ * --on-stop, with the bundle's path. Both in a child: the loop goes on.
+ * The stop is put in the flight recorder first, so the bundle has it.
  */
-int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, size_t len);
+void postmortem__stop(struct guard *g, const struct guard_stop *s);
 /* postmortem.c, the flight recorder: all but init do nothing without one. */
 int guard_flight__init(struct guard *g);
 void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
 			const struct sym_frame *frames, size_t n);
 void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r);
 void guard_flight__sample(struct guard *g);
-void guard_flight__stop(struct guard *g, const struct guard_stop *s);
 void guard_flight__torch(struct guard *g, const struct torch_sample *s);
-/* Write the flight recorder into dir/recording.umt. 0 or -errno. */
-int guard_flight__dump(struct guard *g, const char *dir);
 void guard_flight__free(struct guard *g);
 
 /* scope_kernel.c */
 uint32_t guard__scope_kind(const struct guard *g);	/* enum umt_guard_scope */
 int guard__setup_scope(struct guard *g);
-void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r);
+void guard__answer_scope(void *guard, const struct umt_scope_ask_rec *r);
 bool guard__in_scope(struct guard *g, const struct guard_proc *p);
 bool guard__protected(struct guard *g, const struct guard_proc *p);
 /* Who is never stopped, to the kernel side; again once a second (tick). */

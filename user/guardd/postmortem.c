@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The post-mortem: the bundle written for each stop (guard.h), and
- * the flight recorder whose last minutes it carries.
+ * The post-mortem of each stop (guard.h): its record in the flight
+ * recorder, then, in a child, the bundle carrying the recorder's last
+ * minutes, and the --on-stop hook.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,117 @@
 #include "lib/log.h"
 #include "lib/units.h"
 #include "rec/flight_recorder.h"
+
+/* ---- the flight recorder ---- */
+
+/*
+ * The guard's flight recorder: the last --flight-seconds of GPU calls,
+ * exits, memory samples and stops, kept in memory and written into each
+ * post-mortem bundle as a recording that `umtrace report` and
+ * `flamegraph` read like any other.
+ */
+
+/* A daemon under MemoryMax=64M keeps its recorder well inside it. */
+#define FLIGHT_MAX_BYTES (16u << 20)
+
+int guard_flight__init(struct guard *g)
+{
+	if (!g->opt.flight_seconds || !g->opt.postmortem_dir)
+		return 0;
+	g->flight = flight__new(g->opt.flight_seconds * 1000000000ULL, FLIGHT_MAX_BYTES);
+	if (!g->flight) {
+		elog("cannot create the flight recorder: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
+			const struct sym_frame *frames, size_t n)
+{
+	if (g->flight)
+		flight__add_call(g->flight, r, frames, n);
+}
+
+void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r)
+{
+	if (g->flight)
+		flight__add_exit(g->flight, r);
+}
+
+void guard_flight__sample(struct guard *g)
+{
+	struct rec_sample s;
+
+	if (g->flight && !rec_sample__read(&s, &g->session.nodes))
+		flight__add_sample(g->flight, &s);
+}
+
+static void guard_flight__stop(struct guard *g, const struct guard_stop *st)
+{
+	struct rec_stop s = {
+		.ts_ns = st->ts_ns,
+		.pid = st->pid,
+		.reason = st->reason,
+		.mem_available = st->metric_bytes,
+		.gpu_host_bytes = st->held,
+	};
+
+	if (!g->flight)
+		return;
+	memcpy(s.comm, st->comm, sizeof(s.comm));
+	/* The recording keeps what fits; cut, not refused. */
+	snprintf(s.reason_text, sizeof(s.reason_text), "%.*s",
+		 (int)sizeof(s.reason_text) - 1, st->detail);
+	snprintf(s.site, sizeof(s.site), "%.*s", (int)sizeof(s.site) - 1, st->top_site);
+	flight__add_stop(g->flight, &s);
+}
+
+void guard_flight__torch(struct guard *g, const struct torch_sample *s)
+{
+	if (g->flight)
+		flight__add_torch(g->flight, s);
+}
+
+/*
+ * What a report made elsewhere needs of this host, as `record` writes it:
+ * its cost model (--platform, or what the driver said) and the records
+ * lost so far. The guard's sampling interval varies: none is claimed.
+ */
+static void flight_info(struct guard *g)
+{
+	struct rec_info i = {
+		.platform_forced = g->opt.ao.platform,
+		.platform_driver = g->summary.platform.decided,
+	};
+	struct probe_stats st;
+
+	if (g->session.probes.skel) {
+		session__stats(&g->session, &st);
+		i.dropped = st.rec_dropped;
+	}
+	flight__set_info(g->flight, &i);
+}
+
+static int guard_flight__dump(struct guard *g, const char *dir)
+{
+	char path[4200];
+
+	if (!g->flight)
+		return 0;
+	flight_info(g);
+	snprintf(path, sizeof(path), "%s/recording.umt", dir);
+	return flight__dump(g->flight, path);
+}
+
+void guard_flight__free(struct guard *g)
+{
+	if (g->flight)
+		flight__free(g->flight);
+	g->flight = NULL;
+}
+
+/* ---- the bundle ---- */
 
 /* A new file in the bundle: never an existing one, never through a link. */
 static FILE *create(const char *dir, const char *name)
@@ -65,7 +177,7 @@ static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
 	else
 		fprintf(f, "torch_reserved_bytes unknown\n");
 	fprintf(f, "torch_verdict %s\ntorch_expandable_segments %s\n",
-		guard_stop__torch_verdict(s),
+		s->verdict,
 		s->torch_v.expandable == TORCH_ES_ON ? "on" :
 		s->torch_v.expandable == TORCH_ES_OFF ? "off" : "unknown");
 	if (!s->torch_v.advice)
@@ -88,8 +200,8 @@ static int write_event(struct guard *g, const struct guard_stop *s, const char *
 		"action %s\n%s %s\ngpu_host_bytes %llu\ntop_site %s\n",
 		(long long)s->when, s->pid, esc__kv(s->comm, comm, sizeof(comm)),
 		esc__kv(s->cgroup[0] ? s->cgroup : "-", cg, sizeof(cg)),
-		guard_reason__name(s->reason), esc__kv(s->detail, detail, sizeof(detail)),
-		s->dry ? "dry-run" : guard_act__name(s->action), guard_metric__name(s->metric),
+		s->reason_name, esc__kv(s->detail, detail, sizeof(detail)),
+		s->action_name, s->metric_name,
 		fmt_bytes(s->metric_bytes, a, sizeof(a)), (unsigned long long)s->held,
 		esc__kv(s->top_site, site, sizeof(site)));
 	write_torch(g, s, f);
@@ -174,7 +286,7 @@ static int make_dir(const char *base, const struct guard_stop *p, char *dir, siz
 	return -EEXIST;
 }
 
-int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, size_t len)
+static int write_bundle(struct guard *g, const struct guard_stop *s, char *dir, size_t len)
 {
 	int err;
 
@@ -192,111 +304,47 @@ int postmortem__write(struct guard *g, const struct guard_stop *s, char *dir, si
 	return err;
 }
 
-/* ---- the flight recorder ---- */
-
-/*
- * The guard's flight recorder: the last --flight-seconds of GPU calls,
- * exits, memory samples and stops, kept in memory and written into each
- * post-mortem bundle as a recording that `umtrace report` and
- * `flamegraph` read like any other.
- */
-
-/* A daemon under MemoryMax=64M keeps its recorder well inside it. */
-#define FLIGHT_MAX_BYTES (16u << 20)
-
-int guard_flight__init(struct guard *g)
+/* Everything but stdio: a child must not keep the guard's links alive. */
+static void close_inherited(void)
 {
-	if (!g->opt.flight_seconds || !g->opt.postmortem_dir)
-		return 0;
-	g->flight = flight__new(g->opt.flight_seconds * 1000000000ULL, FLIGHT_MAX_BYTES);
-	if (!g->flight) {
-		elog("cannot create the flight recorder: %s", strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
+	int fd;
 
-void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
-			const struct sym_frame *frames, size_t n)
-{
-	if (g->flight)
-		flight__add_call(g->flight, r, frames, n);
-}
-
-void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r)
-{
-	if (g->flight)
-		flight__add_exit(g->flight, r);
-}
-
-void guard_flight__sample(struct guard *g)
-{
-	struct rec_sample s;
-
-	if (g->flight && !rec_sample__read(&s, &g->session.nodes))
-		flight__add_sample(g->flight, &s);
-}
-
-void guard_flight__stop(struct guard *g, const struct guard_stop *st)
-{
-	struct rec_stop s = {
-		.ts_ns = st->ts_ns,
-		.pid = st->pid,
-		.reason = st->reason,
-		.mem_available = st->metric_bytes,
-		.gpu_host_bytes = st->held,
-	};
-
-	if (!g->flight)
+	if (!close_range(3, ~0U, 0))
 		return;
-	memcpy(s.comm, st->comm, sizeof(s.comm));
-	/* The recording keeps what fits; cut, not refused. */
-	snprintf(s.reason_text, sizeof(s.reason_text), "%.*s",
-		 (int)sizeof(s.reason_text) - 1, st->detail);
-	snprintf(s.site, sizeof(s.site), "%.*s", (int)sizeof(s.site) - 1, st->top_site);
-	flight__add_stop(g->flight, &s);
-}
-
-void guard_flight__torch(struct guard *g, const struct torch_sample *s)
-{
-	if (g->flight)
-		flight__add_torch(g->flight, s);
+	for (fd = 3; fd < 1024; fd++)
+		close(fd);
 }
 
 /*
- * What a report made elsewhere needs of this host, as `record` writes it:
- * its cost model (--platform, or what the driver said) and the records
- * lost so far. The guard's sampling interval varies: none is claimed.
+ * The post-mortem bundle and --on-stop, in a child of their own: a
+ * snapshot of the guard's memory as the stop found it, written at the
+ * disk's pace while the loop goes on (a slow or hung disk stalls only the
+ * child). The hook runs once the bundle is complete.
  */
-static void flight_info(struct guard *g)
+static void aftermath(struct guard *g, const struct guard_stop *s)
 {
-	struct rec_info i = {
-		.platform_forced = g->opt.ao.platform,
-		.platform_driver = g->summary.platform.decided,
-	};
-	struct probe_stats st;
+	char bundle[4096] = "";
+	pid_t child;
 
-	if (g->session.probes.skel) {
-		session__stats(&g->session, &st);
-		i.dropped = st.rec_dropped;
+	if (!g->opt.postmortem_dir && !g->opt.on_stop)
+		return;
+	child = fork();
+	if (child < 0) {
+		wlog("guard: cannot write the post-mortem or run --on-stop: %s", strerror(errno));
+		return;
 	}
-	flight__set_info(g->flight, &i);
+	if (child)
+		return;
+	close_inherited();
+	if (g->opt.postmortem_dir && write_bundle(g, s, bundle, sizeof(bundle)))
+		bundle[0] = '\0';
+	if (g->opt.on_stop)
+		guard_stop__exec_hook(s, g->opt.on_stop, bundle);
+	_exit(0);
 }
 
-int guard_flight__dump(struct guard *g, const char *dir)
+void postmortem__stop(struct guard *g, const struct guard_stop *s)
 {
-	char path[4200];
-
-	if (!g->flight)
-		return 0;
-	flight_info(g);
-	snprintf(path, sizeof(path), "%s/recording.umt", dir);
-	return flight__dump(g->flight, path);
-}
-
-void guard_flight__free(struct guard *g)
-{
-	if (g->flight)
-		flight__free(g->flight);
-	g->flight = NULL;
+	guard_flight__stop(g, s);
+	aftermath(g, s);
 }

@@ -79,8 +79,9 @@ static int name_running(struct guard *g)
 	return err;
 }
 
-void guard__answer_scope(struct guard *g, const struct umt_scope_ask_rec *r)
+void guard__answer_scope(void *guard, const struct umt_scope_ask_rec *r)
 {
+	struct guard *g = guard;
 	char comm[TASK_COMM_LEN + 1], e[ESC_TERM_LEN(TASK_COMM_LEN)];
 	int err;
 

@@ -6,7 +6,9 @@
 #include "guardd/stop.h"
 #include "lib/escape.h"
 #include "lib/log.h"
+#include "lib/sys.h"
 #include "lib/units.h"
+#include "model/cuda_api.h"
 
 static const char *const reason_names[GUARD_N_REASONS] = {
 	"admission", "floor", "reclaim", "policy",
@@ -24,6 +26,28 @@ const char *guard_reason__name(enum umt_guard_reason r)
 	return reason_names[guard_reason__index(r)];
 }
 
+void guard_stop__kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len)
+{
+	char a[32], b[32];
+	int64_t room = r->headroom_pages * (int64_t)page__size();
+
+	switch (r->reason) {
+	case UMT_GUARD_ADMISSION:
+		snprintf(buf, len, "%s of %s with %s above the floor",
+			 cuda_api__name(r->api), fmt_bytes(r->cost_bytes, a, sizeof(a)),
+			 fmt_bytes_signed(room, false, b, sizeof(b)));
+		break;
+	case UMT_GUARD_FLOOR:
+		snprintf(buf, len, "a page taken %s past the floor",
+			 fmt_bytes_signed(-room, false, a, sizeof(a)));
+		break;
+	default:
+		snprintf(buf, len, "direct reclaim with %s under low",
+			 fmt_bytes_signed(-room, false, a, sizeof(a)));
+		break;
+	}
+}
+
 /*
  * " torch_allocated=40M torch_reserved=638M torch_verdict=fragmentation":
  * what an operator asks first of a stopped PyTorch job; "" without it.
@@ -39,14 +63,18 @@ static void torch_fields(const struct guard_stop *s, char *buf, size_t len)
 	snprintf(buf, len, " torch_allocated=%s torch_reserved=%s torch_verdict=%s",
 		 fmt_bytes(v->allocated, a, sizeof(a)),
 		 v->reserved_known ? fmt_bytes(v->reserved, r, sizeof(r)) : "?",
-		 guard_stop__torch_verdict(s));
+		 s->verdict);
 }
 
-const char *guard_stop__torch_verdict(const struct guard_stop *s)
+void guard_stop__name(struct guard_stop *s)
 {
+	s->reason_name = guard_reason__name(s->reason);
+	s->action_name = s->dry ? "dry-run" : guard_act__name(s->action);
+	s->metric_name = guard_metric__name(s->metric);
 	if (!s->torch)
-		return "";
-	return s->torch_v.warmup ? "warm-up" : torch_kind__name(s->torch_v.kind);
+		s->verdict = "";
+	else
+		s->verdict = s->torch_v.warmup ? "warm-up" : torch_kind__name(s->torch_v.kind);
 }
 
 /* Every value a name went into is quoted and escaped: one line, no forged key. */
@@ -65,7 +93,7 @@ void guard_stop__log(const struct guard_stop *s)
 	     "%s=%s gpu_host=%s%s top_site=%s detail=%s%s",
 	     s->dry ? "would-stop" : "stop", s->pid, s->ts_ns / 1000000000,
 	     s->ts_ns % 1000000000, comm, cgroup,
-	     guard_reason__name(s->reason), guard_metric__name(s->metric),
+	     s->reason_name, s->metric_name,
 	     fmt_bytes(s->metric_bytes, metric, sizeof(metric)),
 	     fmt_bytes(s->held, held, sizeof(held)), torch, site, detail,
 	     s->send_err ? " send=failed" : "");
@@ -85,8 +113,8 @@ void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const c
 	setenv("UMTRACE_PID", buf, 1);
 	setenv("UMTRACE_COMM", esc__term(s->comm, text, sizeof(text)), 1);
 	setenv("UMTRACE_CGROUP", esc__term(s->cgroup, text, sizeof(text)), 1);
-	setenv("UMTRACE_REASON", guard_reason__name(s->reason), 1);
-	setenv("UMTRACE_ACTION", s->dry ? "dry-run" : guard_act__name(s->action), 1);
+	setenv("UMTRACE_REASON", s->reason_name, 1);
+	setenv("UMTRACE_ACTION", s->action_name, 1);
 	snprintf(buf, sizeof(buf), "%" PRIu64, s->metric_bytes);
 	setenv("UMTRACE_AVAILABLE", buf, 1);
 	snprintf(buf, sizeof(buf), "%" PRIu64, s->held);
@@ -97,7 +125,7 @@ void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const c
 		setenv("UMTRACE_TORCH_ALLOCATED", buf, 1);
 		snprintf(buf, sizeof(buf), "%" PRIu64, s->torch_v.reserved);
 		setenv("UMTRACE_TORCH_RESERVED", s->torch_v.reserved_known ? buf : "", 1);
-		setenv("UMTRACE_TORCH_VERDICT", guard_stop__torch_verdict(s), 1);
+		setenv("UMTRACE_TORCH_VERDICT", s->verdict, 1);
 	}
 	setenv("UMTRACE_POSTMORTEM", bundle, 1);
 	execl("/bin/sh", "sh", "-c", hook, (char *)NULL);

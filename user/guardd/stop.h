@@ -38,6 +38,11 @@ struct guard_stop {
 	char top_site[GUARD_STOP_SITE_MAX];	/* the call site holding most */
 	bool torch;			/* its PyTorch allocator reported (--torch) */
 	struct torch_verdict torch_v;	/* its allocator, summed over its devices */
+	/* Its words, named once when it is made (guard_stop__name). */
+	const char *reason_name;	/* "admission", "floor", "reclaim", "policy" */
+	const char *action_name;	/* "stop", "freeze", or "dry-run" */
+	const char *metric_name;	/* "available" or "free" */
+	const char *verdict;		/* its allocator's ("warm-up", "ok"...), "" without */
 };
 
 #define GUARD_N_REASONS 4	/* enum umt_guard_reason: 1..4 */
@@ -47,8 +52,10 @@ const char *guard_reason__name(enum umt_guard_reason r);
 /* 0..GUARD_N_REASONS - 1, for counting stops by reason. */
 unsigned int guard_reason__index(enum umt_guard_reason r);
 
-/* Its allocator's verdict ("warm-up", "ok", "fragmentation"...), "" without one. */
-const char *guard_stop__torch_verdict(const struct guard_stop *s);
+/* What the kernel side's record says, in words: the stop's detail. */
+void guard_stop__kernel_detail(const struct umt_guard_rec *r, char *buf, size_t len);
+/* Name its reason, action, metric and verdict, once it is made. */
+void guard_stop__name(struct guard_stop *s);
 /* One line per stop, key=value (names quoted, esc__kv()), for the journal and grep. */
 void guard_stop__log(const struct guard_stop *s);
 /*
