@@ -183,18 +183,18 @@ int guard_arm__fault_rate(uint64_t *rate)
  * does not make its looks late.
  */
 
-static void set_helper(struct guard *g, pid_t pid)
+static void set_helper(struct guard_armer *a, pid_t pid)
 {
-	guard_kernel__set_helper(&g->session.probes, (uint32_t)pid);
+	guard_kernel__set_helper(&a->session->probes, (uint32_t)pid);
 }
 
-static int attach(struct guard *g, struct guard_page_links *l)
+static int attach(struct guard_armer *a, struct guard_page_links *l)
 {
 	uint64_t t0 = clock__mono_ns();
-	int err = guard_kernel__attach_pages(&g->session.probes, l, g->pins.dir);
+	int err = guard_kernel__attach_pages(&a->session->probes, l, a->pins->dir);
 
 	if (!err)
-		g->armer.sh->last_arm_us = (clock__mono_ns() - t0) / 1000;
+		a->sh->last_arm_us = (clock__mono_ns() - t0) / 1000;
 	return err;
 }
 
@@ -204,30 +204,30 @@ static int attach(struct guard *g, struct guard_page_links *l)
  * meantime keeps them: this one's kernel side must not come back beside
  * it, asked both before and after pinning.
  */
-static void orphaned(struct guard *g, struct guard_page_links *l)
+static void orphaned(struct guard_armer *a, struct guard_page_links *l)
 {
-	struct probes *p = &g->session.probes;
+	struct probes *p = &a->session->probes;
 
-	if (!g->pins.dir || !guard_pins__owned(g->pins.dir, p))
+	if (!a->pins->dir || !guard_pins__owned(a->pins->dir, p))
 		_exit(0);	/* a clean exit, nothing pinned, or replaced */
-	if (guard_kernel__pages_pinned(p, g->pins.dir))
+	if (guard_kernel__pages_pinned(p, a->pins->dir))
 		_exit(0);
-	if (attach(g, l)) {
+	if (attach(a, l)) {
 		wlog("guard: the daemon is gone and the page programs cannot be attached: "
 		     "only GPU calls are checked");
 		_exit(0);
 	}
-	if (!guard_pins__owned(g->pins.dir, p)) {
-		guard_kernel__detach_pages(p, l, g->pins.dir);
+	if (!guard_pins__owned(a->pins->dir, p)) {
+		guard_kernel__detach_pages(p, l, a->pins->dir);
 		_exit(0);
 	}
 	wlog("guard: the daemon is gone: its kernel side stays armed, page programs attached");
 	_exit(0);
 }
 
-static void measure(struct guard *g, unsigned int cpus)
+static void measure(struct guard_armer *a, unsigned int cpus)
 {
-	struct guard_arm_shared *sh = g->armer.sh;
+	struct guard_arm_shared *sh = a->sh;
 	uint64_t rate;
 
 	if (guard_arm__fault_rate(&rate)) {
@@ -247,14 +247,14 @@ static void measure(struct guard *g, unsigned int cpus)
  * what it did (guard_armer__tick). A write stuck on a full pipe would stop
  * its looks, and detached, nothing else would look.
  */
-static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_state *st,
+static void act(struct guard_armer *a, struct guard_page_links *l, struct guard_arm_state *st,
 		enum guard_arm_move mv, int64_t room)
 {
-	struct guard_arm_shared *sh = g->armer.sh;
+	struct guard_arm_shared *sh = a->sh;
 	int err;
 
 	if (mv == GUARD_ARM_DETACH) {
-		guard_kernel__detach_pages(&g->session.probes, l, g->pins.dir);
+		guard_kernel__detach_pages(&a->session->probes, l, a->pins->dir);
 		sh->on = false;
 		sh->disarm_room = room;
 		__atomic_store_n(&sh->disarms, sh->disarms + 1, __ATOMIC_RELEASE);
@@ -262,7 +262,7 @@ static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_st
 	}
 	if (mv != GUARD_ARM_ATTACH)
 		return;
-	err = attach(g, l);
+	err = attach(a, l);
 	if (err) {
 		st->on = false;		/* the next look tries again */
 		sh->attach_err = err;
@@ -279,17 +279,17 @@ static void act(struct guard *g, struct guard_page_links *l, struct guard_arm_st
  * margin is kept above LOW, not the floor: the reclaim rule decides there,
  * and its program is attached with the page programs.
  */
-static unsigned int look(struct guard *g, struct guard_page_links *l,
+static unsigned int look(struct guard_armer *a, struct guard_page_links *l,
 			 struct guard_arm_state *st, unsigned int cpus)
 {
-	const struct guard_arm_shared *sh = g->armer.sh;
+	const struct guard_arm_shared *sh = a->sh;
 	int64_t room = 0, above_low;
-	bool have = !guard_kernel__look(&g->session.probes, &room);
+	bool have = !guard_kernel__look(&a->session->probes, &room);
 	enum guard_arm_move mv;
 
-	above_low = room - (int64_t)(g->opt.pol.low - g->opt.pol.floor);
+	above_low = room - (int64_t)(a->pol->low - a->pol->floor);
 	mv = guard_arm__decide(st, have, above_low, sh->margin, clock__mono_ms());
-	act(g, l, st, mv, room);
+	act(a, l, st, mv, room);
 	if (st->on)
 		return GUARD_LOOK_MS;
 	return guard_arm__next_look_ms(have, above_low, sh->margin, cpus, sh->rate);
@@ -322,7 +322,7 @@ static void note_late(struct guard_arm_shared *sh, struct guard_late *lt, int64_
 			 __ATOMIC_RELEASE);
 }
 
-static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
+static void __attribute__((noreturn)) helper_main(struct guard_armer *a, pid_t daemon,
 						   struct guard_page_links *l)
 {
 	struct sched_param sp = { .sched_priority = 1 };
@@ -334,7 +334,7 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	uint64_t due;
 	int err;
 
-	set_helper(g, getpid());
+	set_helper(a, getpid());
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -342,45 +342,48 @@ static void __attribute__((noreturn)) helper_main(struct guard *g, pid_t daemon,
 	prctl(PR_SET_NAME, "umtrace-arm");
 	pfd.fd = (int)syscall(SYS_pidfd_open, daemon, 0);
 	if (pfd.fd < 0 || getppid() != daemon)
-		orphaned(g, l);
+		orphaned(a, l);
 	/* Nothing written here: a full stderr would hold the looks (act). */
 	if (sched_setscheduler(0, SCHED_FIFO, &sp))
-		g->armer.sh->sched_err = -errno;
-	g->armer.sh->memlock = guard__lock_memory(&err);
-	session__drop_caps(&g->session);
-	measure(g, cpus);
+		a->sh->sched_err = -errno;
+	a->sh->memlock = guard__lock_memory(&err);
+	session__drop_caps(a->session);
+	measure(a, cpus);
 	for (;;) {
 		due = clock__mono_ns() + next * 1000000ULL;
 		if (poll(&pfd, 1, (int)next) > 0)
-			orphaned(g, l);
-		note_late(g->armer.sh, &lt, ((int64_t)clock__mono_ns() - (int64_t)due) / 1000);
-		next = look(g, l, &st, cpus);
+			orphaned(a, l);
+		note_late(a->sh, &lt, ((int64_t)clock__mono_ns() - (int64_t)due) / 1000);
+		next = look(a, l, &st, cpus);
 	}
 }
 
 /* The rest of the daemon cannot use them: see guardd/arm.h. */
-static bool auto_allowed(struct guard *g, const char **why)
+static bool auto_allowed(struct guard_armer *a, const struct guard_opts *o, const char **why)
 {
 	*why = NULL;
-	if (g->opt.cfg.pages_always)
+	if (o->cfg.pages_always)
 		*why = "--page-programs always";
-	else if (g->opt.ao.managed_faults)
+	else if (o->ao.managed_faults)
 		*why = "--managed-faults counts pages at every fault";
-	else if (!guard_kernel__exact(&g->session.probes))
+	else if (!guard_kernel__exact(&a->session->probes))
 		*why = "the kernel's counters are not used";
 	return !*why;
 }
 
-int guard_armer__start(struct guard *g)
+int guard_armer__start(struct guard_armer *a, struct session *session,
+		       const struct guard_pins *pins, const struct guard_opts *o)
 {
 	struct sched_param sp = { .sched_priority = 1 }, normal = { .sched_priority = 0 };
-	struct guard_armer *a = &g->armer;
 	const char *why;
 	uint64_t t0;
 	bool fifo;
 	pid_t pid;
 	int err;
 
+	a->session = session;
+	a->pins = pins;
+	a->pol = &o->pol;
 	a->sh = mmap(NULL, sizeof(*a->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		     -1, 0);
 	if (a->sh == MAP_FAILED) {
@@ -396,7 +399,7 @@ int guard_armer__start(struct guard *g)
 	 */
 	fifo = !sched_setscheduler(0, SCHED_FIFO, &sp);
 	t0 = clock__mono_ns();
-	err = guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir);
+	err = guard_kernel__attach_pages(&a->session->probes, &a->links, a->pins->dir);
 	a->sh->attach_us = (clock__mono_ns() - t0) / 1000;
 	if (fifo)
 		sched_setscheduler(0, SCHED_OTHER, &normal);
@@ -405,7 +408,7 @@ int guard_armer__start(struct guard *g)
 		return err;
 	}
 	a->sh->on = true;
-	if (!auto_allowed(g, &why)) {
+	if (!auto_allowed(a, o, &why)) {
 		a->sh->for_good = true;
 		vlog("guard: page programs attached all the time: %s", why);
 		return 0;
@@ -418,23 +421,22 @@ int guard_armer__start(struct guard *g)
 		return 0;
 	}
 	if (!pid)
-		helper_main(g, getppid(), &a->links);
+		helper_main(a, getppid(), &a->links);
 	a->pid = pid;
-	set_helper(g, pid);
+	set_helper(a, pid);
 	/* The helper and the pins hold them now. */
 	guard_kernel__drop_pages(&a->links);
 	return 0;
 }
 
 /* The helper died: keep the page programs attached from here on. */
-static void helper_died(struct guard *g, int status)
+static void helper_died(struct guard_armer *a, int status)
 {
-	struct guard_armer *a = &g->armer;
 
 	a->pid = 0;
 	a->sh->for_good = true;
-	if (!guard_kernel__pages_pinned(&g->session.probes, g->pins.dir) &&
-	    guard_kernel__attach_pages(&g->session.probes, &a->links, g->pins.dir)) {
+	if (!guard_kernel__pages_pinned(&a->session->probes, a->pins->dir) &&
+	    guard_kernel__attach_pages(&a->session->probes, &a->links, a->pins->dir)) {
 		a->sh->on = false;
 		wlog("guard: the page programs' helper died and they cannot be attached: only "
 		     "GPU calls are checked");
@@ -490,9 +492,8 @@ static void say_helper(struct guard_armer *a, const struct guard_arm_shared *sh)
 		     mem_lock__name(sh->memlock));
 }
 
-void guard_armer__tick(struct guard *g)
+void guard_armer__tick(struct guard_armer *a)
 {
-	struct guard_armer *a = &g->armer;
 	const struct guard_arm_shared *sh = a->sh;
 	uint64_t arms, disarms, fails, margin;
 	char what[64];
@@ -528,15 +529,14 @@ void guard_armer__tick(struct guard *g)
 	a->fails_said = fails;
 }
 
-void guard_armer__reaped(struct guard *g, pid_t pid, int status)
+void guard_armer__reaped(struct guard_armer *a, pid_t pid, int status)
 {
-	if (pid > 0 && pid == g->armer.pid)
-		helper_died(g, status);
+	if (pid > 0 && pid == a->pid)
+		helper_died(a, status);
 }
 
-void guard_armer__stop(struct guard *g)
+void guard_armer__stop(struct guard_armer *a)
 {
-	struct guard_armer *a = &g->armer;
 
 	if (a->pid > 0) {
 		kill(a->pid, SIGKILL);

@@ -39,7 +39,7 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 
 	if (p)
 		memcpy(p->comm, r->pcomm, sizeof(p->comm));
-	n = guard_sites__call(g, r, frames, &site);
+	n = guard_sites__call(&g->who, r, frames, &site);
 	guard_flight__call(g, r, frames, n);
 	torch_model__call(&g->torch, r, site);
 }
@@ -49,7 +49,7 @@ static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 	struct guard *g = ctx;
 	struct guard_proc *p = guard__proc(g, r->pid, false);
 
-	guard_sites__exit(g, r);
+	guard_sites__exit(&g->who, r);
 	guard_flight__exit(g, r);
 	torch_model__exit(&g->torch, r->pid);
 	if (p && !p->stopped)
@@ -184,7 +184,7 @@ static int arm(struct guard *g)
 		return err;
 	find_zones(g);
 	pin(g);
-	err = guard_armer__start(g);
+	err = guard_armer__start(&g->armer, &g->session, &g->pins, &g->opt);
 	if (err)
 		return err;
 	session__drop_caps(&g->session);
@@ -244,7 +244,7 @@ static struct guard *guard__new(struct guard_opts *o)
 static void guard__free(struct guard *g)
 {
 	guard__procs_free(g);
-	guard_sites__free(g);
+	guard_sites__free(&g->who);
 	guard_flight__free(g);
 	torch_model__free(&g->torch);
 	guard_opts__free(&g->opt);
@@ -281,7 +281,7 @@ static void go_async(struct guard *g)
 
 static void disarm(struct guard *g)
 {
-	guard_armer__stop(g);
+	guard_armer__stop(&g->armer);
 	wait_children(GUARD_FLUSH_MS);
 	g->exiting = true;
 	guard__write_report(g);
@@ -329,14 +329,14 @@ int guard__run(struct guard_opts *o)
 		log__stop_async(GUARD_FLUSH_MS);
 		return 1;
 	}
-	err = guard_sites__init(g);
+	err = guard_sites__init(&g->who, g->opt.ao.platform);
 	if (!err)
 		err = guard_flight__init(g);
 	if (!err)
 		err = arm(g);
 	if (err) {
 		/* Nothing was guarded: no summary, no state for status to find. */
-		guard_armer__stop(g);
+		guard_armer__stop(&g->armer);
 		guard_pins__remove(&g->pins);
 		session__close(&g->session);
 		guard__free(g);

@@ -47,8 +47,8 @@ static void make_stop(struct guard *g, struct guard_proc *p, struct guard_stop *
 	s->action = g->opt.action;
 	s->metric = g->opt.pol.metric;
 	s->metric_bytes = g->last_metric;
-	s->held = guard_sites__proc_host(g, p->pid);
-	guard_sites__top_site(g, p->pid, s->top_site, sizeof(s->top_site));
+	s->held = guard_sites__proc_host(&g->who, p->pid);
+	guard_sites__top_site(&g->who, p->pid, s->top_site, sizeof(s->top_site));
 	s->torch = torch_model__judge_pid(&g->torch, p->pid, &s->torch_v);
 	guard_stop__name(s);
 }

@@ -101,6 +101,10 @@ struct flight_recorder;
 
 /* The page programs' helper (arm.c). */
 struct guard_armer {
+	/* what it works with, from guard_armer__start */
+	struct session *session;
+	const struct guard_pins *pins;	/* read as they are: removed at exit */
+	const struct guard_policy *pol;
 	pid_t pid;			/* 0: none */
 	struct guard_arm_shared *sh;	/* shared with it */
 	struct guard_page_links links;	/* held here when the daemon attached them */
@@ -108,6 +112,16 @@ struct guard_armer {
 	uint64_t arms_said, disarms_said, fails_said;
 	uint64_t margin_said;		/* the last logged; 0: none yet */
 	bool helper_said;		/* its start-up has been told */
+};
+
+/*
+ * Who holds what (sites.c): the attribution table and the call sites,
+ * fed every GPU call, with the stacks' resolver.
+ */
+struct guard_holders {
+	struct summary summary;
+	struct callsites sites;
+	struct callstack stacks;
 };
 
 struct guard {
@@ -120,10 +134,7 @@ struct guard {
 	struct guard_pins pins;
 	struct guard_armer armer;
 	struct guard_report report;
-	/* who holds what */
-	struct summary summary;
-	struct callsites sites;
-	struct callstack stacks;
+	struct guard_holders who;	/* who holds what (sites.c) */
 	struct torch_model torch;	/* PyTorch's caching allocator per process */
 	struct flight_recorder *flight;
 	/* processes */
@@ -188,13 +199,14 @@ void guard__resumed_by_operator(struct guard *g, struct guard_proc *p);
  * arm.c: attach the page programs, and start the helper that detaches
  * them far from the floor; before capabilities are dropped. 0 or -errno.
  */
-int guard_armer__start(struct guard *g);
+int guard_armer__start(struct guard_armer *a, struct session *session,
+		       const struct guard_pins *pins, const struct guard_opts *o);
 /* A child reaped: if it was the helper, the daemon attaches them for good. */
-void guard_armer__reaped(struct guard *g, pid_t pid, int status);
+void guard_armer__reaped(struct guard_armer *a, pid_t pid, int status);
 /* Log what the helper did since the last sample. */
-void guard_armer__tick(struct guard *g);
+void guard_armer__tick(struct guard_armer *a);
 /* Stop the helper: before the pins are removed and the probes closed. */
-void guard_armer__stop(struct guard *g);
+void guard_armer__stop(struct guard_armer *a);
 
 /* procs.c */
 struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create);
@@ -204,14 +216,14 @@ void guard__proc_drop(struct guard *g, struct guard_proc *p);
 void guard__procs_free(struct guard *g);
 
 /* sites.c */
-int guard_sites__init(struct guard *g);
+int guard_sites__init(struct guard_holders *h, enum platform forced);
 /* Attribute a call; its frames (for the flight recorder) in frames, its site's id in site. */
-size_t guard_sites__call(struct guard *g, const struct umt_call_rec *r,
+size_t guard_sites__call(struct guard_holders *h, const struct umt_call_rec *r,
 			 struct sym_frame *frames, uint32_t *site);
-void guard_sites__exit(struct guard *g, const struct umt_proc_exit_rec *r);
-uint64_t guard_sites__proc_host(struct guard *g, uint32_t pid);
-void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len);
-void guard_sites__free(struct guard *g);
+void guard_sites__exit(struct guard_holders *h, const struct umt_proc_exit_rec *r);
+uint64_t guard_sites__proc_host(const struct guard_holders *h, uint32_t pid);
+void guard_sites__top_site(const struct guard_holders *h, uint32_t pid, char *buf, size_t len);
+void guard_sites__free(struct guard_holders *h);
 
 /*
  * postmortem.c: the bundle the guard leaves for each stop, in a fresh

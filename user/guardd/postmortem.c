@@ -102,7 +102,7 @@ static void flight_info(struct guard *g)
 {
 	struct rec_info i = {
 		.platform_forced = g->opt.ao.platform,
-		.platform_driver = g->summary.platform.decided,
+		.platform_driver = g->who.summary.platform.decided,
 	};
 	struct probe_stats st;
 
@@ -183,7 +183,7 @@ static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
 	if (!s->torch_v.advice)
 		return;
 	/* The advice names call sites' frames. */
-	torch_out__advice(&s->torch_v, &g->sites, advice, sizeof(advice));
+	torch_out__advice(&s->torch_v, &g->who.sites, advice, sizeof(advice));
 	fprintf(f, "torch_advice %s\n", esc__kv(advice, text, sizeof(text)));
 }
 
@@ -210,14 +210,14 @@ static int write_event(struct guard *g, const struct guard_stop *s, const char *
 
 static void print_sites(struct guard *g, FILE *f)
 {
-	struct callsite **v = callsites__sorted(&g->sites);
+	struct callsite **v = callsites__sorted(&g->who.sites);
 	char a[32], b[32];
 	size_t i;
 
 	if (!v)
 		return;
 	fprintf(f, "\nCall sites holding memory (host bytes held, allocations, stack):\n");
-	for (i = 0; i < g->sites.n; i++) {
+	for (i = 0; i < g->who.sites.n; i++) {
 		if (!v[i]->held_count)
 			continue;
 		fprintf(f, "%10s %6llu  ", fmt_bytes(v[i]->held_host, a, sizeof(a)),
@@ -234,9 +234,9 @@ static int write_report(struct guard *g, const char *dir)
 
 	if (!f)
 		return -errno;
-	export_summary_text(&g->summary, f);
+	export_summary_text(&g->who.summary, f);
 	print_sites(g, f);
-	export_torch_text(&g->torch, &g->sites, f);
+	export_torch_text(&g->torch, &g->who.sites, f);
 	return finish(f);
 }
 
@@ -248,7 +248,7 @@ static int write_folded(struct guard *g, const char *dir)
 
 	if (!set)
 		return -errno;
-	flame__add_held(set, &g->summary, &g->sites, 0);
+	flame__add_held(set, &g->who.summary, &g->who.sites, 0);
 	f = create(dir, "held.folded");
 	if (!f) {
 		err = -errno;

@@ -17,39 +17,39 @@ static void on_release(const struct alloc_entry *e, bool at_exit, void *ctx)
 	callsites__release(ctx, e->site, e->host_bytes, e->size, at_exit);
 }
 
-int guard_sites__init(struct guard *g)
+int guard_sites__init(struct guard_holders *h, enum platform forced)
 {
-	summary__init(&g->summary, page__size());
-	g->summary.forget_exited = true;	/* a daemon: jobs come and go */
-	platform__init(&g->summary.platform, g->opt.ao.platform);
-	callsites__init(&g->sites, 65536);
-	g->summary.on_release = on_release;
-	g->summary.release_ctx = &g->sites;
+	summary__init(&h->summary, page__size());
+	h->summary.forget_exited = true;	/* a daemon: jobs come and go */
+	platform__init(&h->summary.platform, forced);
+	callsites__init(&h->sites, 65536);
+	h->summary.on_release = on_release;
+	h->summary.release_ctx = &h->sites;
 	/* Frame pointers only: a daemon keeps its per-call cost small. */
-	return callstack__init(&g->stacks, STACK_FP);
+	return callstack__init(&h->stacks, STACK_FP);
 }
 
-size_t guard_sites__call(struct guard *g, const struct umt_call_rec *r,
+size_t guard_sites__call(struct guard_holders *h, const struct umt_call_rec *r,
 			 struct sym_frame *frames, uint32_t *site)
 {
-	size_t n = callstack__resolve(&g->stacks, r, frames);
+	size_t n = callstack__resolve(&h->stacks, r, frames);
 
-	*site = callsites__add(&g->sites, r, frames, n, page__size());
-	summary__consume_site(&g->summary, r, *site);
+	*site = callsites__add(&h->sites, r, frames, n, page__size());
+	summary__consume_site(&h->summary, r, *site);
 	return n;
 }
 
-void guard_sites__exit(struct guard *g, const struct umt_proc_exit_rec *r)
+void guard_sites__exit(struct guard_holders *h, const struct umt_proc_exit_rec *r)
 {
-	summary__proc_exit(&g->summary, r);
-	callstack__forget(&g->stacks, r->pid);
+	summary__proc_exit(&h->summary, r);
+	callstack__forget(&h->stacks, r->pid);
 }
 
-uint64_t guard_sites__proc_host(struct guard *g, uint32_t pid)
+uint64_t guard_sites__proc_host(const struct guard_holders *h, uint32_t pid)
 {
-	const struct summary_proc *p = summary__proc(&g->summary, pid);
+	const struct summary_proc *p = summary__proc(&h->summary, pid);
 
-	return p ? summary__proc_holds(&g->summary, p) : 0;
+	return p ? summary__proc_holds(&h->summary, p) : 0;
 }
 
 struct top_site {
@@ -74,9 +74,9 @@ static void add_entry(const struct alloc_entry *e, void *ctx)
 }
 
 /* The call site whose outstanding allocations of pid hold the most. */
-void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len)
+void guard_sites__top_site(const struct guard_holders *h, uint32_t pid, char *buf, size_t len)
 {
-	struct top_site t = { .pid = pid, .n = g->sites.n };
+	struct top_site t = { .pid = pid, .n = h->sites.n };
 	struct callsite *c;
 
 	snprintf(buf, len, "-");
@@ -85,16 +85,16 @@ void guard_sites__top_site(struct guard *g, uint32_t pid, char *buf, size_t len)
 	t.host = calloc(t.n, sizeof(*t.host));
 	if (!t.host)
 		return;
-	alloc_table__for_each(&g->summary.table, add_entry, &t);
-	c = t.best ? callsites__get(&g->sites, t.best) : NULL;
+	alloc_table__for_each(&h->summary.table, add_entry, &t);
+	c = t.best ? callsites__get(&h->sites, t.best) : NULL;
 	if (c)
 		snprintf(buf, len, "%s", c->key);
 	free(t.host);
 }
 
-void guard_sites__free(struct guard *g)
+void guard_sites__free(struct guard_holders *h)
 {
-	summary__free(&g->summary);
-	callsites__free(&g->sites);
-	callstack__free(&g->stacks);
+	summary__free(&h->summary);
+	callsites__free(&h->sites);
+	callstack__free(&h->stacks);
 }

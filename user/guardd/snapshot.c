@@ -88,7 +88,7 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 	for (i = 0; procs && i < n; i++) {
 		procs[i].pid = (pid_t)all[i]->pid;
 		procs[i].comm = all[i]->comm;
-		procs[i].host_bytes = guard_sites__proc_host(g, all[i]->pid);
+		procs[i].host_bytes = guard_sites__proc_host(&g->who, all[i]->pid);
 		procs[i].stopped = all[i]->stopped && !all[i]->dry;
 	}
 	s->procs = procs;

@@ -98,7 +98,7 @@ static struct guard_candidate *candidates(struct guard *g, size_t *n)
 		char st = proc__state((pid_t)p->pid);
 
 		c[i].pid = (pid_t)p->pid;
-		c[i].host_bytes = guard_sites__proc_host(g, p->pid);
+		c[i].host_bytes = guard_sites__proc_host(&g->who, p->pid);
 		c[i].in_scope = guard__in_scope(g, p);
 		c[i].protected = guard__protected(g, p);
 		c[i].already_stopped = st == 'T' || (p->froze && cgroup__frozen(p->cgroup));
@@ -186,7 +186,7 @@ static void reap_children(struct guard *g)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		guard_armer__reaped(g, pid, status);
+		guard_armer__reaped(&g->armer, pid, status);
 }
 
 void guard__tick(void *ctx)
@@ -224,7 +224,7 @@ void guard__tick(void *ctx)
 	g->samples++;
 	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
 	reap_children(g);
-	guard_armer__tick(g);
+	guard_armer__tick(&g->armer);
 	reconcile(g);
 	c = candidates(g, &n);
 	a = guard_policy__decide(&g->opt.pol, &g->pstate, &g->sample, c, c ? n : 0);
