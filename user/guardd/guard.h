@@ -172,7 +172,7 @@ bool guard__may_lock_more(void);
 /* memlock.c: lock the calling process's memory as far as it may (mem__lock). */
 enum mem_lock guard__lock_memory(int *err);
 
-/* The state file and metrics from a snapshot of now (guard/report.h). */
+/* The state file and metrics from a snapshot of now (guardd/report.h), in snapshot.c. */
 void guard__write_report(struct guard *g);
 
 /* tick.c: the sample and the sampled rule, every session tick. */
