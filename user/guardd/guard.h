@@ -11,9 +11,9 @@
  *   daemon.c        set-up, the kernel's records, the snapshot, teardown
  *   kernel.c        the kernel side's user-space half: its maps and links
  *   tick.c          each sample and the sampled rule
- *   stop.c          a stop as a value: its reasons' names, its log line
- *                   and hook variables (what tells of it reads only this)
- *   enforce.c       a stop made (struct guard_stop), carried out and told
+ *   stop.c          a stop as a value, named once: its words, its log
+ *                   line and hook variables (what tells of it reads these)
+ *   enforce.c       a stop made (struct guard_stop) and carried out
  *   procs.c         the processes it knows, by pid
  *   sites.c         who holds what: attribution and call sites per call
  *   arm.c           the page programs' margin, and the helper that attaches
@@ -22,8 +22,8 @@
  *   protect.c       who is never stopped
  *   scope.c         --scope: the spec and its matching (pure: fuzzed apart)
  *   scope_kernel.c  the scope kept in the kernel side, and victims' scope
- *   postmortem.c    the bundle written for each stop, and the flight
- *                   recorder's last minutes it carries
+ *   postmortem.c    what is kept of each stop: the flight recorder's
+ *                   record, then in a child the bundle and --on-stop
  *   report.c        the state file and metrics from one snapshot, off the
  *                   loop, and the metrics' text
  *
