@@ -256,11 +256,13 @@ def check_host_intact(counts):
     """The tests must leave the host as they found it: a workload that once
     renamed its report over -o /dev/null turned it into a plain file."""
     import stat
-    st = os.stat("/dev/null")
-    if stat.S_ISCHR(st.st_mode):
-        counts.add("PASS", "host/dev_null_intact")
-    else:
-        counts.add("FAIL", "host/dev_null_intact", "/dev/null is no longer a character device")
+    for dev in ("null", "full"):
+        st = os.stat("/dev/" + dev)
+        if stat.S_ISCHR(st.st_mode):
+            counts.add("PASS", f"host/dev_{dev}_intact")
+        else:
+            counts.add("FAIL", f"host/dev_{dev}_intact",
+                       f"/dev/{dev} is no longer a character device")
 
 
 def main():

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "check.h"
@@ -159,6 +160,33 @@ static void test_exclusive_and_force(void)
 	free(b);
 	unlink(target);
 	unlink(path);
+}
+
+/* A device or FIFO named as the recording: refused, with --force too, and kept. */
+static void test_special_files_kept(void)
+{
+	const char *null = tmp_path("null"), *fifo = tmp_path("fifo");
+	static const unsigned int flags[] = { 0, RECFILE_FORCE };
+	struct recfile_writer *w;
+	struct stat sb;
+	unsigned int i;
+
+	if (!CHECK(!mknod(null, S_IFCHR | 0666, makedev(1, 3)) && !mkfifo(fifo, 0600),
+		   "make", "errno %d", errno))
+		goto out;
+	for (i = 0; i < 2; i++) {
+		w = recfile_writer__open(null, flags[i]);
+		CHECK(!w && errno == EINVAL, "device refused", "flags %u errno %d", flags[i], errno);
+		recfile_writer__close(w);
+		w = recfile_writer__open(fifo, flags[i]);
+		CHECK(!w && errno == EINVAL, "fifo refused", "flags %u errno %d", flags[i], errno);
+		recfile_writer__close(w);
+	}
+	CHECK(!lstat(null, &sb) && S_ISCHR(sb.st_mode), "device kept", "mode 0%o", sb.st_mode);
+	CHECK(!lstat(fifo, &sb) && S_ISFIFO(sb.st_mode), "fifo kept", "mode 0%o", sb.st_mode);
+out:
+	unlink(null);
+	unlink(fifo);
 }
 
 static void test_flush_by_size_and_time(void)
@@ -417,6 +445,7 @@ int main(void)
 	}
 	RUN_SUBTEST(test_round_trip);
 	RUN_SUBTEST(test_exclusive_and_force);
+	RUN_SUBTEST(test_special_files_kept);
 	RUN_SUBTEST(test_flush_by_size_and_time);
 	RUN_SUBTEST(test_truncated_everywhere);
 	RUN_SUBTEST(test_flipped_bytes);

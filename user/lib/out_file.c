@@ -44,6 +44,41 @@ static int create_tmp(struct out_file *o, const char *path)
 	return fd;
 }
 
+static bool special(mode_t m)
+{
+	return S_ISCHR(m) || S_ISFIFO(m);
+}
+
+/*
+ * A device or a pipe named as the output (-o /dev/null, a FIFO a reader
+ * waits on) is written where it is, as a shell's redirection would: never
+ * refused as a file that exists, and never replaced by one (--force
+ * renamed a file over /dev/null, for the whole host). A pipe without a
+ * reader is an error, not a wait. -ENOENT: path is no such thing.
+ */
+static int open_special(const char *path)
+{
+	struct stat sb;
+	int fd, fl;
+
+	if (lstat(path, &sb) || !special(sb.st_mode))
+		return -ENOENT;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENXIO ? -EPIPE : -errno;
+	/* Swapped for something else since: refused as any existing file is. */
+	if (fstat(fd, &sb) || !special(sb.st_mode)) {
+		close(fd);
+		return -EEXIST;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK)) {
+		close(fd);
+		return -errno;
+	}
+	return fd;
+}
+
 int out_file__open(struct out_file *o, const char *path, bool force)
 {
 	int fd, err;
@@ -52,6 +87,18 @@ int out_file__open(struct out_file *o, const char *path, bool force)
 	if (!strcmp(path, "-")) {
 		o->f = stdout;
 		return 0;
+	}
+	fd = open_special(path);
+	if (fd != -ENOENT) {
+		if (fd < 0)
+			return fd;
+		o->path = path;
+		o->f = fdopen(fd, "w");
+		if (o->f)
+			return 0;
+		err = -errno;
+		close(fd);
+		return err;
 	}
 	if (force) {
 		fd = create_tmp(o, path);

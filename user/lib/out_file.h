@@ -25,7 +25,9 @@ struct out_file {
 /*
  * "-" is stdout. Otherwise create path 0644 (less the umask) with
  * O_CREAT | O_EXCL | O_NOFOLLOW: an existing file, or a symlink, is never
- * opened; with force, a temporary file beside it. 0 or -errno.
+ * opened; with force, a temporary file beside it. A character device or
+ * a FIFO is written in place, never replaced (-EPIPE: a FIFO without a
+ * reader). 0 or -errno.
  */
 int out_file__open(struct out_file *o, const char *path, bool force);
 /* Flush and close; with force rename into place. 0 or -errno (then as discard). */

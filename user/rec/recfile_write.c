@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include "lib/sys.h"
 #include "rec/recfile_int.h"
@@ -190,8 +191,16 @@ static void encode_header(const struct recfile_info *info, uint8_t *h)
 static int create_file(struct recfile_writer *w, const char *path, const uint8_t *hdr)
 {
 	char *tmp = NULL;
+	struct stat sb;
 	int fd, err;
 
+	/*
+	 * A recording is a file, read back by seeking: a device or a FIFO
+	 * named as one is refused, never replaced (--force renamed a file
+	 * over /dev/null, for the whole host).
+	 */
+	if (!lstat(path, &sb) && !S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode))
+		return S_ISDIR(sb.st_mode) ? -EISDIR : -EINVAL;
 	if (!(w->flags & RECFILE_FORCE)) {
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
