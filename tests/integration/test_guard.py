@@ -1239,6 +1239,51 @@ def test_guard_on_stop_hook_after_bundle(env):
     assert "UMTRACE_ACTION=stop\n" in said and "UMTRACE_POSTMORTEM=" + pm in said, said
 
 
+def read_state(path):
+    """The guard's state file as KEY -> VALUE (its stopped lines left out)."""
+    with open(path) as f:
+        return dict(l.split(" ", 1) for l in f.read().splitlines()[1:]
+                    if not l.startswith("stopped "))
+
+
+def test_guard_time_to_floor(env):
+    """A job that takes 32 MiB every 250 ms: within seconds the minute's
+    horizon names the slide, and the state file and metrics say when the
+    floor is reached at that pace; before it, nothing slides and the
+    metric is absent, never a huge number."""
+    prom = env.tmpfile("slide.prom")
+    floor = usable() - 3 * GIB
+    g = Guard(env, floor, extra=["--metrics-file", prom])
+    st = read_state(g.state)
+    assert "slide_horizon" not in st and "seconds_to_floor" not in st, st
+    job = env.popen([env.alloc_mix, "-n", "48", "-s", "32M", "-a", "alloc", "-k",
+                     "-w", "60000", "-o", "/dev/null"],
+                    env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
+    try:
+        deadline = time.monotonic() + 30
+        while "slide_horizon" not in st:
+            assert time.monotonic() < deadline, f"no slide named: {st}"
+            assert job.poll() is None, job.stderr.read()
+            time.sleep(0.2)
+            st = read_state(g.state)
+        with open(prom) as f:
+            text = f.read()
+    finally:
+        job.kill()
+        job.wait(timeout=30)
+        g.stop()
+    assert st["slide_horizon"] == "60", st
+    per_s = int(st["slide_per_hour"]) / 3600
+    # At most 128 MiB/s; less on a busy host, but a slide.
+    assert 16 * MIB < per_s < 160 * MIB, f"{per_s / MIB:.1f} MiB/s"
+    headroom = int(st["metric_value"]) - floor
+    seconds = int(st["seconds_to_floor"])
+    assert abs(seconds - headroom / per_s) <= 1 + headroom / per_s * 0.01, (seconds, st)
+    m = re.search(r'^umtrace_seconds_to_floor\{horizon="(\d+)s"\} (\d+)$', text, re.M)
+    assert m and m.group(1) == "60", text
+    print(f"    named {per_s / MIB:.0f} MiB/s, floor in {seconds} s")
+
+
 def test_guard_bundle_recording_keeps_the_cost_model(env):
     """The flight recording in a stop's bundle says what `record` says of
     its host: the cost model the guard ran under (here --platform unified),

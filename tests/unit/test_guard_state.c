@@ -88,6 +88,35 @@ out:
 	free(got);
 }
 
+/* The slide's keys come back; without one, none is written and none read. */
+static void test_slide(void)
+{
+	const char *path = check_path(dir, "slide.state");
+	struct guard_status *st = status_new(), *got = malloc(sizeof(*got));
+	size_t len;
+	char *text = NULL;
+
+	if (!CHECK(st && got, "alloc", "out of memory"))
+		goto out;
+	text = guard_state__format(st, &len);
+	CHECK(text && !strstr(text, "slide") && !strstr(text, "seconds_to_floor"), "none",
+	      "got:\n%s", text ? text : "(null)");
+	st->slide_horizon = 900;
+	st->slide_per_hour = 1ULL << 30;
+	st->seconds_to_floor = 460800;
+	CHECK_EQ(write_state(path, st), 0, "write");
+	if (!CHECK_EQ(guard_state__read(path, got), 0, "read"))
+		goto out;
+	CHECK_EQ(got->slide_horizon, 900, "horizon");
+	CHECK_EQ(got->slide_per_hour, 1ULL << 30, "per hour");
+	CHECK_EQ(got->seconds_to_floor, 460800, "seconds");
+out:
+	unlink(path);
+	free(text);
+	free(st);
+	free(got);
+}
+
 /* A file an older guard wrote: plain names read the same. */
 static void test_plain_names(void)
 {
@@ -125,6 +154,7 @@ int main(void)
 		return 1;
 	}
 	RUN_SUBTEST(test_hostile_names);
+	RUN_SUBTEST(test_slide);
 	RUN_SUBTEST(test_plain_names);
 	rmdir(dir);
 	return CHECK_EXIT();

@@ -121,6 +121,9 @@ static const char expected[] =
 	"# HELP umtrace_guard_last_stop_timestamp_seconds When the last process was stopped, in Unix time (0: never).\n"
 	"# TYPE umtrace_guard_last_stop_timestamp_seconds gauge\n"
 	"umtrace_guard_last_stop_timestamp_seconds 1700000000.500\n"
+	"# HELP umtrace_seconds_to_floor When the host reaches the guard's floor at the pace "
+	"its metric falls now (on the shortest horizon that shows a slide).\n"
+	"# TYPE umtrace_seconds_to_floor gauge\n"
 	"# HELP umtrace_guard_process_host_bytes Host memory a process took in GPU allocation calls and holds.\n"
 	"# TYPE umtrace_guard_process_host_bytes gauge\n"
 	"umtrace_guard_process_host_bytes{pid=\"123\",comm=\"python3\"} 9663676416\n"
@@ -221,6 +224,27 @@ static void test_exact_text(void)
 	      strstr(text, "\numtrace_guard_last_stop_timestamp_seconds 0\n") &&
 	      strstr(text, "# TYPE umtrace_guard_stops_total counter\n# HELP") &&
 	      !strstr(text, "{"), "empty", "got:\n%s", text ? text : "(null)");
+	free(text);
+}
+
+/* The seed's slide: a sample only while one is named, with its horizon. */
+static void test_seconds_to_floor(void)
+{
+	static struct guard_snapshot m;
+	char *text;
+
+	m = sample;
+	m.status.slide_horizon = 900;
+	m.status.slide_per_hour = 1ULL << 30;
+	m.status.seconds_to_floor = 460800;
+	text = format(&m);
+	CHECK(text && strstr(text, "# TYPE umtrace_seconds_to_floor gauge\n"
+			     "umtrace_seconds_to_floor{horizon=\"900s\"} 460800\n"),
+	      "named", "got:\n%s", text ? text : "(null)");
+	free(text);
+	text = format(&sample);
+	CHECK(text && !strstr(text, "\numtrace_seconds_to_floor"), "absent", "got:\n%s",
+	      text ? text : "(null)");
 	free(text);
 }
 
@@ -378,6 +402,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	RUN_SUBTEST(test_exact_text);
+	RUN_SUBTEST(test_seconds_to_floor);
 	RUN_SUBTEST(test_label_escaping);
 	RUN_SUBTEST(test_atomic_replace);
 	RUN_SUBTEST(test_symlinks);

@@ -54,6 +54,10 @@ static void write_body(FILE *f, const struct guard_status *st)
 		st->arm_margin, st->arm_late_us, st->arms);
 	fprintf(f, "memlock %" PRIu64 "\nhelper_memlock %" PRIu64 "\nresident_bytes %" PRIu64
 		"\n", st->memlock, st->helper_memlock, st->resident_bytes);
+	if (st->slide_horizon)
+		fprintf(f, "slide_horizon %" PRIu64 "\nslide_per_hour %" PRIu64
+			"\nseconds_to_floor %" PRIu64 "\n", st->slide_horizon,
+			st->slide_per_hour, st->seconds_to_floor);
 	for (i = 0; i < st->n_stopped; i++)
 		write_stopped(f, &st->stopped[i]);
 }
@@ -108,6 +112,7 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 		U(kernel_stops), U(policy_stops), U(send_failed), U(reclaims), U(samples),
 		U(pages_always), U(pages_on), U(arm_margin), U(arm_late_us), U(arms),
 		U(memlock), U(helper_memlock), U(resident_bytes),
+		U(slide_horizon), U(slide_per_hour), U(seconds_to_floor),
 #undef U
 	};
 	size_t i;

@@ -47,6 +47,12 @@ struct guard_status {
 	 * covers looks up to arm_late_us past their time.
 	 */
 	uint64_t pages_always, pages_on, arm_margin, arm_late_us, arms;
+	/*
+	 * The metric's slide (guardd/guard.h), on the shortest horizon that
+	 * names one: its length in seconds (0: none slides), its fall per
+	 * hour, and when the floor is reached at that pace.
+	 */
+	uint64_t slide_horizon, slide_per_hour, seconds_to_floor;
 	/* What the daemon and its helper locked (enum mem_lock); the daemon's resident bytes. */
 	uint64_t memlock, helper_memlock, resident_bytes;
 	size_t n_stopped;

@@ -195,6 +195,7 @@ static int arm(struct guard *g)
 		return err;
 	}
 	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
+	guard__slide_add(g, clock__mono_ns());
 	g->started = time(NULL);
 	/* Status must find it by the time anyone is told it is armed. */
 	guard__write_report(g);
@@ -211,6 +212,7 @@ static struct guard *guard__new(struct guard_opts *o)
 	g->opt = *o;
 	memset(o, 0, sizeof(*o));	/* the guard owns what it held */
 	guard_state__init(&g->pstate);
+	guard__slide_init(g);
 	guard_report__init(&g->report, g->opt.state_file, g->opt.metrics_file);
 	g->no_victim.what = "guard: no process in scope may be stopped";
 	g->no_meminfo.what = "guard: cannot read /proc/meminfo";

@@ -53,9 +53,18 @@
 #include "model/callsites.h"
 #include "model/summary.h"
 #include "model/torch.h"
+#include "model/trend.h"
 #include "stacks/callstack.h"
 
 #define GUARD_MAX_PROCS 65536
+
+/*
+ * The sampled metric's slide, over 1 min, 15 min and 1 h (model/trend.h):
+ * the shortest horizon on which it falls by at least GUARD_SLIDE_MIN says
+ * when the floor is reached at that pace (snapshot.c).
+ */
+#define GUARD_HORIZONS		3
+#define GUARD_SLIDE_MIN		(64ULL << 20)
 
 /* A kernel stop held back while the guard looks again (enforce.c). */
 #define GUARD_HELD_MAX		64
@@ -142,6 +151,7 @@ struct guard {
 	size_t n_procs;
 	/* figures */
 	uint64_t last_metric;
+	struct trend slide[GUARD_HORIZONS];	/* last_metric, 1 min, 15 min, 1 h */
 	uint64_t samples, kernel_stops, policy_stops, fallback_sends, resumes;
 	uint64_t transients;		/* kernel stops let go: the crossing did not last */
 	struct guard_held held[GUARD_HELD_MAX];
@@ -174,6 +184,10 @@ enum mem_lock guard__lock_memory(int *err);
 
 /* The state file and metrics from a snapshot of now (guardd/report.h), in snapshot.c. */
 void guard__write_report(struct guard *g);
+
+/* snapshot.c: the horizons' lengths, and each sample's value fed to them. */
+void guard__slide_init(struct guard *g);
+void guard__slide_add(struct guard *g, uint64_t ts_ns);
 
 /* tick.c: the sample and the sampled rule, every session tick. */
 void guard__tick(void *ctx);

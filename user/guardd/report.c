@@ -200,6 +200,14 @@ int metrics__format(FILE *f, const struct guard_snapshot *s)
 	else
 		fputs(PREFIX "last_stop_timestamp_seconds 0\n", f);
 
+	/* Absent when nothing slides: never a huge number standing for none. */
+	fputs("# HELP umtrace_seconds_to_floor When the host reaches the guard's floor at the "
+	      "pace its metric falls now (on the shortest horizon that shows a slide).\n"
+	      "# TYPE umtrace_seconds_to_floor gauge\n", f);
+	if (s->status.slide_horizon)
+		fprintf(f, "umtrace_seconds_to_floor{horizon=\"%" PRIu64 "s\"} %" PRIu64 "\n",
+			s->status.slide_horizon, s->status.seconds_to_floor);
+
 	family(f, "process_host_bytes", "gauge",
 	       "Host memory a process took in GPU allocation calls and holds.");
 	process_rows(f, s, "process_host_bytes", true);

@@ -11,6 +11,46 @@
 #include "guardd/kernel.h"
 #include "guardd/guard.h"
 
+static const uint64_t horizon_s[GUARD_HORIZONS] = { 60, 900, 3600 };
+
+void guard__slide_init(struct guard *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < GUARD_HORIZONS; i++)
+		trend__init(&g->slide[i], horizon_s[i] * 1000000000ULL);
+}
+
+void guard__slide_add(struct guard *g, uint64_t ts_ns)
+{
+	unsigned int i;
+
+	for (i = 0; i < GUARD_HORIZONS; i++)
+		trend__add(&g->slide[i], ts_ns, (double)g->last_metric);
+}
+
+/*
+ * The shortest horizon on which the metric slides down names the pace:
+ * a burst shows on the minute, the seed's 1 GB/h only on the quarter.
+ */
+static void snapshot_slide(struct guard *g, struct guard_status *st)
+{
+	uint64_t now = clock__mono_ns();
+	double headroom = (double)g->last_metric - (double)g->opt.pol.floor;
+	struct trend_fit f;
+	unsigned int i;
+
+	for (i = 0; i < GUARD_HORIZONS; i++) {
+		if (!trend__fit(&g->slide[i], now, &f) ||
+		    !trend_fit__slides(&f, -1, (double)GUARD_SLIDE_MIN))
+			continue;
+		st->slide_horizon = horizon_s[i];
+		st->slide_per_hour = (uint64_t)(-f.slope * 3600);
+		st->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, -f.slope);
+		return;
+	}
+}
+
 static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 			    struct guard_proc **all, size_t n, struct guard_status *st)
 {
@@ -46,6 +86,7 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	}
 	st->memlock = g->memlock;
 	st->resident_bytes = mem__resident_bytes();
+	snapshot_slide(g, st);
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
 		struct guard_proc *p = all[i];
 		struct guard_stopped *s;

@@ -223,6 +223,7 @@ void guard__tick(void *ctx)
 		log__repeat_end(&g->slow_meminfo);
 	g->samples++;
 	g->last_metric = guard_policy__metric(&g->opt.pol, &g->sample);
+	guard__slide_add(g, clock__mono_ns());
 	reap_children(g);
 	guard_armer__tick(&g->armer);
 	reconcile(g);
