@@ -1259,15 +1259,19 @@ def test_guard_time_to_floor(env):
     job = env.popen([env.alloc_mix, "-n", "48", "-s", "32M", "-a", "alloc", "-k",
                      "-w", "60000", "-o", "/dev/null"],
                     env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
+    job_line = re.compile(r'^umtrace_seconds_to_floor\{horizon="60s",pid="%d",comm="alloc_mix"\} '
+                          r'(\d+)$' % job.pid, re.M)
+    text = ""
     try:
+        # The host's slide and the job's: the job's slots begin with its first call.
         deadline = time.monotonic() + 30
-        while "slide_horizon" not in st:
-            assert time.monotonic() < deadline, f"no slide named: {st}"
+        while "slide_horizon" not in st or not job_line.search(text):
+            assert time.monotonic() < deadline, f"no slide named: {st}\n{text}"
             assert job.poll() is None, job.stderr.read()
             time.sleep(0.2)
             st = read_state(g.state)
-        with open(prom) as f:
-            text = f.read()
+            with open(prom) as f:
+                text = f.read()
     finally:
         job.kill()
         job.wait(timeout=30)
@@ -1281,7 +1285,13 @@ def test_guard_time_to_floor(env):
     assert abs(seconds - headroom / per_s) <= 1 + headroom / per_s * 0.01, (seconds, st)
     m = re.search(r'^umtrace_seconds_to_floor\{horizon="(\d+)s"\} (\d+)$', text, re.M)
     assert m and m.group(1) == "60", text
-    print(f"    named {per_s / MIB:.0f} MiB/s, floor in {seconds} s")
+    # The job itself, by its GPU calls (the unified cost model: their size).
+    m = job_line.search(text)
+    if shutil.which("promtool"):
+        p = subprocess.run(["promtool", "check", "metrics"], input=text,
+                           capture_output=True, text=True)
+        assert p.returncode == 0, p.stdout + p.stderr
+    print(f"    named {per_s / MIB:.0f} MiB/s, floor in {seconds} s; the job's: {m.group(1)} s")
 
 
 def test_guard_bundle_recording_keeps_the_cost_model(env):

@@ -59,7 +59,8 @@ def test_guard_files_metrics_promtool(env):
     rc, out = promtool_check(text)
     assert rc == 0 and not out, f"promtool: rc {rc}: {out}"
     names = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
-    assert all(n.startswith(("umtrace_guard_", "umtrace_torch_")) for n in names), names
+    assert all(n.startswith(("umtrace_guard_", "umtrace_torch_")) or
+               n == "umtrace_seconds_to_floor" for n in names), names
     assert {"umtrace_torch_allocated_bytes", "umtrace_torch_reserved_bytes"} <= names, names
     # The check has teeth: an unescaped quote in a label is refused.
     rc, out = promtool_check(text.replace('a\\"b', 'a"b'))

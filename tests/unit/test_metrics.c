@@ -121,8 +121,9 @@ static const char expected[] =
 	"# HELP umtrace_guard_last_stop_timestamp_seconds When the last process was stopped, in Unix time (0: never).\n"
 	"# TYPE umtrace_guard_last_stop_timestamp_seconds gauge\n"
 	"umtrace_guard_last_stop_timestamp_seconds 1700000000.500\n"
-	"# HELP umtrace_seconds_to_floor When the host reaches the guard's floor at the pace "
-	"its metric falls now (on the shortest horizon that shows a slide).\n"
+	"# HELP umtrace_seconds_to_floor When the host reaches the guard's floor: at the pace "
+	"its metric falls now, or (pid, comm) that job's GPU-attributed host memory grows; "
+	"on the shortest horizon that shows a slide.\n"
 	"# TYPE umtrace_seconds_to_floor gauge\n"
 	"# HELP umtrace_guard_process_host_bytes Host memory a process took in GPU allocation calls and holds.\n"
 	"# TYPE umtrace_guard_process_host_bytes gauge\n"
@@ -233,13 +234,22 @@ static void test_seconds_to_floor(void)
 	static struct guard_snapshot m;
 	char *text;
 
+	static const struct guard_metrics_process jobs[] = {
+		{ .pid = 9, .comm = "still" },
+		{ .pid = 123, .comm = "py\"3", .slide_horizon = 60, .seconds_to_floor = 42 },
+	};
+
 	m = sample;
 	m.status.slide_horizon = 900;
 	m.status.slide_per_hour = 1ULL << 30;
 	m.status.seconds_to_floor = 460800;
+	m.procs = jobs;
+	m.n_procs = 2;
 	text = format(&m);
 	CHECK(text && strstr(text, "# TYPE umtrace_seconds_to_floor gauge\n"
-			     "umtrace_seconds_to_floor{horizon=\"900s\"} 460800\n"),
+			     "umtrace_seconds_to_floor{horizon=\"900s\"} 460800\n"
+			     "umtrace_seconds_to_floor{horizon=\"60s\",pid=\"123\","
+			     "comm=\"py\\\"3\"} 42\n# HELP"),
 	      "named", "got:\n%s", text ? text : "(null)");
 	free(text);
 	text = format(&sample);

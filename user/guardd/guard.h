@@ -88,6 +88,7 @@ struct guard_proc {
 	time_t when;
 	enum umt_guard_reason reason;
 	char cgroup[512];
+	struct trend grow[GUARD_HORIZONS];	/* its GPU-attributed host bytes (snapshot.c) */
 };
 
 /* What the command line and the config file ask for (guardd/opts.c). */
@@ -188,6 +189,7 @@ void guard__write_report(struct guard *g);
 /* snapshot.c: the horizons' lengths, and each sample's value fed to them. */
 void guard__slide_init(struct guard *g);
 void guard__slide_add(struct guard *g, uint64_t ts_ns);
+void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes);
 
 /* tick.c: the sample and the sampled rule, every session tick. */
 void guard__tick(void *ctx);

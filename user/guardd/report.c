@@ -127,6 +127,23 @@ static void torch_rows(FILE *f, const struct guard_snapshot *s, bool reserved)
 	}
 }
 
+/* Each job whose host bytes grow: the floor's time if it went on alone. */
+static void job_slides(FILE *f, const struct guard_snapshot *s)
+{
+	const struct guard_metrics_process *r;
+	size_t i;
+
+	for (i = 0; i < s->n_procs; i++) {
+		r = &s->procs[i];
+		if (!r->slide_horizon)
+			continue;
+		fprintf(f, "umtrace_seconds_to_floor{horizon=\"%" PRIu64 "s\",pid=\"%d\",comm=\"",
+			r->slide_horizon, (int)r->pid);
+		esc__prom_label(f, r->comm);
+		fprintf(f, "\"} %" PRIu64 "\n", r->seconds_to_floor);
+	}
+}
+
 /* PyTorch's caching allocator: a family of its own, outside umtrace_guard_*. */
 static void torch_families(FILE *f, const struct guard_snapshot *s)
 {
@@ -201,12 +218,14 @@ int metrics__format(FILE *f, const struct guard_snapshot *s)
 		fputs(PREFIX "last_stop_timestamp_seconds 0\n", f);
 
 	/* Absent when nothing slides: never a huge number standing for none. */
-	fputs("# HELP umtrace_seconds_to_floor When the host reaches the guard's floor at the "
-	      "pace its metric falls now (on the shortest horizon that shows a slide).\n"
+	fputs("# HELP umtrace_seconds_to_floor When the host reaches the guard's floor: at the "
+	      "pace its metric falls now, or (pid, comm) that job's GPU-attributed host memory "
+	      "grows; on the shortest horizon that shows a slide.\n"
 	      "# TYPE umtrace_seconds_to_floor gauge\n", f);
 	if (s->status.slide_horizon)
 		fprintf(f, "umtrace_seconds_to_floor{horizon=\"%" PRIu64 "s\"} %" PRIu64 "\n",
 			s->status.slide_horizon, s->status.seconds_to_floor);
+	job_slides(f, s);
 
 	family(f, "process_host_bytes", "gauge",
 	       "Host memory a process took in GPU allocation calls and holds.");

@@ -37,6 +37,8 @@ struct guard_metrics_process {
 	const char *comm;
 	uint64_t host_bytes;	/* GPU-attributed host memory */
 	bool stopped;		/* by the guard */
+	/* its host bytes grow on this horizon (s; 0: none), reaching the floor in */
+	uint64_t slide_horizon, seconds_to_floor;
 };
 
 /* umtrace_torch_*_bytes{pid,comm,device}: a process's allocator on a device. */

@@ -29,26 +29,51 @@ void guard__slide_add(struct guard *g, uint64_t ts_ns)
 		trend__add(&g->slide[i], ts_ns, (double)g->last_metric);
 }
 
+void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes)
+{
+	unsigned int i;
+
+	for (i = 0; i < GUARD_HORIZONS; i++) {
+		if (!p->grow[i].slot_ns)	/* new: made zeroed */
+			trend__init(&p->grow[i], horizon_s[i] * 1000000000ULL);
+		trend__add(&p->grow[i], ts_ns, (double)host_bytes);
+	}
+}
+
+/*
+ * The shortest horizon of trends on which one slides by GUARD_SLIDE_MIN
+ * (sign -1 down, 1 up): its index, and its rate per second (positive);
+ * GUARD_HORIZONS if none.
+ */
+static unsigned int sliding(const struct trend *t, int sign, uint64_t now, double *rate)
+{
+	struct trend_fit f;
+	unsigned int i;
+
+	for (i = 0; i < GUARD_HORIZONS; i++) {
+		if (!t[i].slot_ns || !trend__fit(&t[i], now, &f) ||
+		    !trend_fit__slides(&f, sign, (double)GUARD_SLIDE_MIN))
+			continue;
+		*rate = f.slope * sign;
+		return i;
+	}
+	return GUARD_HORIZONS;
+}
+
 /*
  * The shortest horizon on which the metric slides down names the pace:
  * a burst shows on the minute, the seed's 1 GB/h only on the quarter.
  */
 static void snapshot_slide(struct guard *g, struct guard_status *st)
 {
-	uint64_t now = clock__mono_ns();
-	double headroom = (double)g->last_metric - (double)g->opt.pol.floor;
-	struct trend_fit f;
-	unsigned int i;
+	double headroom = (double)g->last_metric - (double)g->opt.pol.floor, rate;
+	unsigned int i = sliding(g->slide, -1, clock__mono_ns(), &rate);
 
-	for (i = 0; i < GUARD_HORIZONS; i++) {
-		if (!trend__fit(&g->slide[i], now, &f) ||
-		    !trend_fit__slides(&f, -1, (double)GUARD_SLIDE_MIN))
-			continue;
-		st->slide_horizon = horizon_s[i];
-		st->slide_per_hour = (uint64_t)(-f.slope * 3600);
-		st->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, -f.slope);
+	if (i == GUARD_HORIZONS)
 		return;
-	}
+	st->slide_horizon = horizon_s[i];
+	st->slide_per_hour = (uint64_t)(rate * 3600);
+	st->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, rate);
 }
 
 static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
@@ -104,6 +129,19 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	}
 }
 
+/* A job whose host bytes grow: when the floor is reached if it goes on alone. */
+static void proc_slide(struct guard *g, const struct guard_proc *p,
+		       struct guard_metrics_process *row)
+{
+	double headroom = (double)g->last_metric - (double)g->opt.pol.floor, rate;
+	unsigned int i = sliding(p->grow, 1, clock__mono_ns(), &rate);
+
+	if (i == GUARD_HORIZONS)
+		return;
+	row->slide_horizon = horizon_s[i];
+	row->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, rate);
+}
+
 /* What only the metrics show: memory, counts by reason, each process. */
 static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 			     struct guard_proc **all, size_t n, struct guard_snapshot *s)
@@ -131,6 +169,7 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 		procs[i].comm = all[i]->comm;
 		procs[i].host_bytes = guard_sites__proc_host(&g->who, all[i]->pid);
 		procs[i].stopped = all[i]->stopped && !all[i]->dry;
+		proc_slide(g, all[i], &procs[i]);
 	}
 	s->procs = procs;
 	s->n_procs = procs ? n : 0;

@@ -81,6 +81,7 @@ int guard__sample_metric(void *ctx, uint64_t *bytes)
 
 static struct guard_candidate *candidates(struct guard *g, size_t *n)
 {
+	uint64_t now = clock__mono_ns();
 	struct guard_candidate *c;
 	struct guard_proc **all;
 	size_t i;
@@ -99,6 +100,7 @@ static struct guard_candidate *candidates(struct guard *g, size_t *n)
 
 		c[i].pid = (pid_t)p->pid;
 		c[i].host_bytes = guard_sites__proc_host(&g->who, p->pid);
+		guard__slide_proc(p, now, c[i].host_bytes);
 		c[i].in_scope = guard__in_scope(g, p);
 		c[i].protected = guard__protected(g, p);
 		c[i].already_stopped = st == 'T' || (p->froze && cgroup__frozen(p->cgroup));
