@@ -10,11 +10,11 @@
  * stackset insertions, not a million.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attach/opts.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "model/cuda_api.h"
 #include "export/export.h"
@@ -147,6 +147,50 @@ static enum fg_format format_of_name(const char *path)
 	return FG_FOLDED;
 }
 
+static int parse_view(const char *arg, enum fg_view *view)
+{
+	if (!strcmp(arg, "total")) {
+		*view = FG_TOTAL;
+	} else if (!strcmp(arg, "held")) {
+		*view = FG_HELD;
+	} else {
+		elog("invalid --view '%s': expected total or held", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct flamegraph *fg = ctx;
+
+	switch (opt) {
+	case 'o':
+		return cli__output("flamegraph", arg, &fg->out_path);
+	case OPT_FORCE:
+		fg->force = true;
+		return 0;
+	case 'f':
+		if (parse_format(arg, &fg->format)) {
+			elog("invalid --format '%s': expected folded, svg, pprof or speedscope", arg);
+			return -EINVAL;
+		}
+		fg->format_given = true;
+		return 0;
+	case 'm':
+		if (stack_metric__parse(arg, &fg->metric)) {
+			elog("invalid --metric '%s': expected host, gpu or calls", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_VIEW:
+		return parse_view(arg, &fg->view);
+	case 'p':
+		return attach_opts__parse(&fg->ao, opt, arg) < 0 ? -EINVAL : 0;
+	}
+	return 0;
+}
+
 static int parse_args(struct flamegraph *fg, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -156,73 +200,19 @@ static int parse_args(struct flamegraph *fg, int argc, char **argv)
 		{ "metric", required_argument, NULL, 'm' },
 		{ "view", required_argument, NULL, OPT_VIEW },
 		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int opt;
+	const struct cli c = {
+		.name = "flamegraph", .shortopts = "o:f:m:p:", .longopts = opts,
+		.usage = flamegraph_usage, .option = option, .ctx = fg,
+	};
+	int err;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:f:m:p:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			if (!*optarg) {
-				elog("flamegraph: -o needs a file name");
-				return -EINVAL;
-			}
-			fg->out_path = optarg;
-			break;
-		case OPT_FORCE:
-			fg->force = true;
-			break;
-		case 'f':
-			if (parse_format(optarg, &fg->format)) {
-				elog("invalid --format '%s': expected folded, svg, pprof or speedscope",
-				     optarg);
-				return -EINVAL;
-			}
-			fg->format_given = true;
-			break;
-		case 'm':
-			if (stack_metric__parse(optarg, &fg->metric)) {
-				elog("invalid --metric '%s': expected host, gpu or calls", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_VIEW:
-			if (!strcmp(optarg, "total")) {
-				fg->view = FG_TOTAL;
-			} else if (!strcmp(optarg, "held")) {
-				fg->view = FG_HELD;
-			} else {
-				elog("invalid --view '%s': expected total or held", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-			if (attach_opts__parse(&fg->ao, opt, optarg) < 0)
-				return -EINVAL;
-			break;
-		case 'h':
-			flamegraph_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("flamegraph", opt, argv);
-		}
-	}
-	if (optind >= argc) {
-		elog("flamegraph: no recording given; see 'umtrace flamegraph --help'");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		elog("flamegraph: unexpected argument '%s'; give one recording", argv[optind + 1]);
-		return -EINVAL;
-	}
-	fg->file = argv[optind];
-	if (!fg->out_path) {
-		elog("flamegraph: no output given: -o OUT ('-' for standard output)");
-		return -EINVAL;
-	}
+	err = cli__parse(&c, argc, argv);
+	if (!err)
+		err = cli__one_recording("flamegraph", argc, argv, &fg->file, fg->out_path, "OUT");
+	if (err)
+		return err;
 	if (!fg->format_given)
 		fg->format = strcmp(fg->out_path, "-") ? format_of_name(fg->out_path) : FG_FOLDED;
 	return 0;
@@ -448,7 +438,7 @@ int cmd_flamegraph(int argc, char **argv)
 	err = parse_args(&fg, argc, argv);
 	if (err) {
 		attach_opts__free(&fg.ao);
-		return err > 0 ? 0 : 2;
+		return cli__exit_code(err);
 	}
 	replay_view__init(&fg.rv, page__size());
 	code = run(&fg);

@@ -13,11 +13,11 @@
  * samples, where the host made an allocating task free memory itself.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attach/opts.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "model/cuda_api.h"
 #include "export/export.h"
@@ -87,6 +87,32 @@ void timeline_usage(FILE *f)
 "  -h, --help               show this help\n");
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct tl_cmd *c = ctx;
+
+	switch (opt) {
+	case 'o':
+		return cli__output("timeline", arg, &c->out_path);
+	case OPT_FORCE:
+		c->force = true;
+		return 0;
+	case OPT_BURST_MIN:
+		if (parse_size(arg, &c->burst_min) || !c->burst_min) {
+			elog("invalid --burst-min '%s': expected a size, e.g. 64M", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'p':
+	case OPT_PLATFORM:
+		if (attach_opts__parse(&c->ao, opt, arg) < 0)
+			return -EINVAL;
+		c->platform_given |= opt == OPT_PLATFORM;
+		return 0;
+	}
+	return 0;
+}
+
 static int parse_args(struct tl_cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -95,58 +121,18 @@ static int parse_args(struct tl_cmd *c, int argc, char **argv)
 		{ "burst-min", required_argument, NULL, OPT_BURST_MIN },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "platform", required_argument, NULL, OPT_PLATFORM },
-		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int opt;
+	const struct cli cl = {
+		.name = "timeline", .shortopts = "o:p:", .longopts = opts,
+		.usage = timeline_usage, .option = option, .ctx = c,
+	};
+	int err;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:p:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			if (!*optarg) {
-				elog("timeline: -o needs a file name");
-				return -EINVAL;
-			}
-			c->out_path = optarg;
-			break;
-		case OPT_FORCE:
-			c->force = true;
-			break;
-		case OPT_BURST_MIN:
-			if (parse_size(optarg, &c->burst_min) || !c->burst_min) {
-				elog("invalid --burst-min '%s': expected a size, e.g. 64M", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-		case OPT_PLATFORM:
-			if (attach_opts__parse(&c->ao, opt, optarg) < 0)
-				return -EINVAL;
-			c->platform_given |= opt == OPT_PLATFORM;
-			break;
-		case 'h':
-			timeline_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("timeline", opt, argv);
-		}
-	}
-	if (optind >= argc) {
-		elog("timeline: no recording given; see 'umtrace timeline --help'");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		elog("timeline: unexpected argument '%s'; give one recording", argv[optind + 1]);
-		return -EINVAL;
-	}
-	c->file = argv[optind];
-	if (!c->out_path) {
-		elog("timeline: no output given: -o OUT.svg ('-' for standard output)");
-		return -EINVAL;
-	}
-	return 0;
+	err = cli__parse(&cl, argc, argv);
+	if (err)
+		return err;
+	return cli__one_recording("timeline", argc, argv, &c->file, c->out_path, "OUT.svg");
 }
 
 /* A builder's error: -ENOSPC is counted by the timeline itself; keep the first other. */
@@ -407,7 +393,7 @@ int cmd_timeline(int argc, char **argv)
 	err = parse_args(&c, argc, argv);
 	if (err) {
 		attach_opts__free(&c.ao);
-		return err > 0 ? 0 : 2;
+		return cli__exit_code(err);
 	}
 	replay_view__init(&c.rv, page__size());
 	timeline__init(&c.t);

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+#include <errno.h>
+#include <string.h>
+#include "cmd/cli.h"
+#include "lib/log.h"
+#include "lib/units.h"
+
+#define MIN_INTERVAL_MS	100
+#define MAX_INTERVAL_MS	3600000
+
+/* The attach options, the command's own and --help, as getopt_long() takes them. */
+static int build(const struct cli *c, struct option *opts, char *shortopts, size_t len)
+{
+	static const struct option attach[] = { ATTACH_LONG_OPTS };
+	static const struct option help = { "help", no_argument, NULL, 'h' };
+	size_t n = 0, i;
+
+	for (i = 0; c->ao && i < sizeof(attach) / sizeof(attach[0]); i++)
+		opts[n++] = attach[i];
+	for (i = 0; c->longopts && c->longopts[i].name; i++) {
+		if (n >= CLI_MAX_OPTS - 2)
+			return -E2BIG;
+		opts[n++] = c->longopts[i];
+	}
+	opts[n++] = help;
+	memset(&opts[n], 0, sizeof(opts[n]));
+	/* '+': COMMAND's options are its own; ':': a missing value told apart. */
+	snprintf(shortopts, len, "%s%s%s%sh", c->in_order ? "+" : "",
+		 c->getopt_errors ? "" : ":", c->ao ? ATTACH_SHORT_OPTS : "",
+		 c->shortopts ? c->shortopts : "");
+	return 0;
+}
+
+static int take(const struct cli *c, int opt, char **argv)
+{
+	int r;
+
+	if (c->ao) {
+		r = attach_opts__parse(c->ao, opt, optarg);
+		if (r)
+			return r < 0 ? -EINVAL : 0;
+	}
+	switch (opt) {
+	case 'h':
+		c->usage(stdout);
+		return 1;
+	case ':':
+	case '?':
+		if (!c->getopt_errors)
+			return attach_opts__bad_option(c->name, opt, argv);
+		c->usage(stderr);
+		return -EINVAL;
+	default:
+		return c->option(c->ctx, opt, optarg);
+	}
+}
+
+int cli__parse(const struct cli *c, int argc, char **argv)
+{
+	struct option opts[CLI_MAX_OPTS];
+	char shortopts[64];
+	int opt, r;
+
+	if (build(c, opts, shortopts, sizeof(shortopts))) {
+		elog("%s: too many options", c->name);
+		return -EINVAL;
+	}
+	optind = 1;
+	opterr = c->getopt_errors;	/* else one line of our own instead of getopt's two */
+	while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+		r = take(c, opt, argv);
+		if (r)
+			return r;
+		if (c->seen)
+			c->seen(c->ctx, opt);
+	}
+	return 0;
+}
+
+int cli__duration(const char *arg, uint64_t *ms)
+{
+	if (parse_duration_ms(arg, ms) || !*ms) {
+		elog("invalid --duration '%s': expected e.g. 30s, 5m, 1h", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli__interval(const char *arg, uint64_t *ms)
+{
+	if (parse_duration_ms(arg, ms) || *ms < MIN_INTERVAL_MS || *ms > MAX_INTERVAL_MS) {
+		elog("invalid --interval '%s': expected 100ms to 1h", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli__output(const char *cmd, const char *arg, const char **path)
+{
+	if (!*arg) {
+		elog("%s: -o needs a file name", cmd);
+		return -EINVAL;
+	}
+	*path = arg;
+	return 0;
+}
+
+int cli__stack(const char *arg, enum stack_mode *mode)
+{
+	if (stack_mode__parse(arg, mode)) {
+		elog("invalid --stack '%s': expected fp, dwarf or auto", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli__no_operands(const char *cmd, int argc, char **argv)
+{
+	if (optind < argc) {
+		elog("%s: unexpected argument '%s'", cmd, argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli__one_recording(const char *cmd, int argc, char **argv, const char **file,
+		       const char *out, const char *out_hint)
+{
+	if (optind >= argc) {
+		elog("%s: no recording given; see 'umtrace %s --help'", cmd, cmd);
+		return -EINVAL;
+	}
+	if (optind + 1 < argc) {
+		elog("%s: unexpected argument '%s'; give one recording", cmd, argv[optind + 1]);
+		return -EINVAL;
+	}
+	*file = argv[optind];
+	if (!out) {
+		elog("%s: no output given: -o %s ('-' for standard output)", cmd, out_hint);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli__pids_or_command(const struct attach_opts *ao, char **cmd)
+{
+	if (cmd && ao->n_pids) {
+		elog("give either -p PID or a COMMAND, not both");
+		return -EINVAL;
+	}
+	return 0;
+}
