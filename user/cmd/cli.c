@@ -12,11 +12,25 @@
 static int build(const struct cli *c, struct option *opts, char *shortopts, size_t len)
 {
 	static const struct option attach[] = { ATTACH_LONG_OPTS };
+	static const struct option json = { "json", no_argument, NULL, 'j' };
+	static const struct option state_file = {
+		"state-file", required_argument, NULL, OPT_STATE_FILE
+	};
+	static const struct option output[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "force", no_argument, NULL, OPT_FORCE },
+	};
 	static const struct option help = { "help", no_argument, NULL, 'h' };
 	size_t n = 0, i;
 
 	for (i = 0; c->ao && i < sizeof(attach) / sizeof(attach[0]); i++)
 		opts[n++] = attach[i];
+	if (c->json)
+		opts[n++] = json;
+	if (c->state_file)
+		opts[n++] = state_file;
+	for (i = 0; c->output && i < 2; i++)
+		opts[n++] = output[i];
 	for (i = 0; c->longopts && c->longopts[i].name; i++) {
 		if (n >= CLI_MAX_OPTS - 2)
 			return -E2BIG;
@@ -25,10 +39,31 @@ static int build(const struct cli *c, struct option *opts, char *shortopts, size
 	opts[n++] = help;
 	memset(&opts[n], 0, sizeof(opts[n]));
 	/* '+': COMMAND's options are its own; ':': a missing value told apart. */
-	snprintf(shortopts, len, "%s%s%s%sh", c->in_order ? "+" : "",
+	snprintf(shortopts, len, "%s%s%s%s%s%sh", c->in_order ? "+" : "",
 		 c->getopt_errors ? "" : ":", c->ao ? ATTACH_SHORT_OPTS : "",
-		 c->shortopts ? c->shortopts : "");
+		 c->json ? "j" : "", c->output ? "o:" : "", c->shortopts ? c->shortopts : "");
 	return 0;
+}
+
+/* 1 if opt is one of the plain shared options c takes, -EINVAL if its value is not. */
+static int take_shared(const struct cli *c, int opt, const char *arg)
+{
+	if (opt == 'j' && c->json) {
+		*c->json = true;
+	} else if (opt == OPT_STATE_FILE && c->state_file) {
+		*c->state_file = arg;
+	} else if (opt == 'o' && c->output) {
+		if (!*arg) {
+			elog("%s: -o needs a file name", c->name);
+			return -EINVAL;
+		}
+		*c->output = arg;
+	} else if (opt == OPT_FORCE && c->output) {
+		*c->force = true;
+	} else {
+		return 0;
+	}
+	return 1;
 }
 
 static int take(const struct cli *c, int opt, char **argv)
@@ -40,6 +75,9 @@ static int take(const struct cli *c, int opt, char **argv)
 		if (r)
 			return r < 0 ? -EINVAL : 0;
 	}
+	r = take_shared(c, opt, optarg);
+	if (r)
+		return r < 0 ? r : 0;
 	switch (opt) {
 	case 'h':
 		c->usage(stdout);
@@ -51,7 +89,7 @@ static int take(const struct cli *c, int opt, char **argv)
 		c->usage(stderr);
 		return -EINVAL;
 	default:
-		return c->option(c->ctx, opt, optarg);
+		return c->option ? c->option(c->ctx, opt, optarg) : 0;
 	}
 }
 
@@ -92,16 +130,6 @@ int cli__interval(const char *arg, uint64_t *ms)
 		elog("invalid --interval '%s': expected 100ms to 1h", arg);
 		return -EINVAL;
 	}
-	return 0;
-}
-
-int cli__output(const char *cmd, const char *arg, const char **path)
-{
-	if (!*arg) {
-		elog("%s: -o needs a file name", cmd);
-		return -EINVAL;
-	}
-	*path = arg;
 	return 0;
 }
 

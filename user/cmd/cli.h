@@ -18,6 +18,12 @@
 #include "attach/opts.h"
 #include "stacks/unwind.h"
 
+enum {
+	OPT_STATE_FILE = OPT_ATTACH__LAST,
+	OPT_FORCE,
+	OPT_CLI__LAST,		/* commands number their own options after it */
+};
+
 /* Room for the attach options, a command's own and --help, in one table. */
 #define CLI_MAX_OPTS 48
 
@@ -34,8 +40,13 @@ struct cli {
 	bool getopt_errors;
 	/* Its attach options, parsed before its own; NULL: it takes none. */
 	struct attach_opts *ao;
+	/* The plain options several commands take; NULL: not this one's. */
+	bool *json;			/* -j, --json */
+	const char **state_file;	/* --state-file PATH, the guard's */
+	const char **output;		/* -o, --output FILE: not empty */
+	bool *force;			/* --force: replace it */
 	void (*usage)(FILE *f);
-	/* One of its own options: 0, or -EINVAL after saying why. */
+	/* One of its own options (NULL: none): 0, or -EINVAL after saying why. */
 	int (*option)(void *ctx, int opt, const char *arg);
 	/* Every option taken, the attach options' too, in command-line order. */
 	void (*seen)(void *ctx, int opt);
@@ -58,8 +69,6 @@ static inline int cli__exit_code(int err)
 int cli__duration(const char *arg, uint64_t *ms);
 /* --interval: 100ms to 1h. */
 int cli__interval(const char *arg, uint64_t *ms);
-/* -o FILE, not empty. */
-int cli__output(const char *cmd, const char *arg, const char **path);
 /* --stack fp|dwarf|auto. */
 int cli__stack(const char *arg, enum stack_mode *mode);
 

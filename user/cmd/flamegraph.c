@@ -38,8 +38,7 @@ enum fg_view {
 };
 
 enum {
-	OPT_FORCE = OPT_ATTACH__LAST,
-	OPT_VIEW,
+	OPT_VIEW = OPT_CLI__LAST,
 };
 
 /* What one process's calls from one call site add up to. */
@@ -165,11 +164,6 @@ static int option(void *ctx, int opt, const char *arg)
 	struct flamegraph *fg = ctx;
 
 	switch (opt) {
-	case 'o':
-		return cli__output("flamegraph", arg, &fg->out_path);
-	case OPT_FORCE:
-		fg->force = true;
-		return 0;
 	case 'f':
 		if (parse_format(arg, &fg->format)) {
 			elog("invalid --format '%s': expected folded, svg, pprof or speedscope", arg);
@@ -194,8 +188,6 @@ static int option(void *ctx, int opt, const char *arg)
 static int parse_args(struct flamegraph *fg, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "format", required_argument, NULL, 'f' },
 		{ "metric", required_argument, NULL, 'm' },
 		{ "view", required_argument, NULL, OPT_VIEW },
@@ -203,8 +195,9 @@ static int parse_args(struct flamegraph *fg, int argc, char **argv)
 		{}
 	};
 	const struct cli c = {
-		.name = "flamegraph", .shortopts = "o:f:m:p:", .longopts = opts,
-		.usage = flamegraph_usage, .option = option, .ctx = fg,
+		.name = "flamegraph", .shortopts = "f:m:p:", .longopts = opts,
+		.output = &fg->out_path, .force = &fg->force, .usage = flamegraph_usage,
+		.option = option, .ctx = fg,
 	};
 	int err;
 

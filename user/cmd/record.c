@@ -29,8 +29,7 @@
 #define CALLS_PER_CLOCK		256
 
 enum {
-	OPT_STACK = OPT_ATTACH__LAST,
-	OPT_FORCE,
+	OPT_STACK = OPT_CLI__LAST,
 };
 
 struct record {
@@ -88,11 +87,6 @@ static int option(void *ctx, int opt, const char *arg)
 	struct record *rc = ctx;
 
 	switch (opt) {
-	case 'o':
-		return cli__output("record", arg, &rc->path);
-	case OPT_FORCE:
-		rc->force = true;
-		return 0;
 	case 'd':
 		return cli__duration(arg, &rc->duration_ms);
 	case 'i':
@@ -106,16 +100,15 @@ static int option(void *ctx, int opt, const char *arg)
 static int parse_args(struct record *rc, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "stack", required_argument, NULL, OPT_STACK },
 		{}
 	};
 	const struct cli c = {
-		.name = "record", .shortopts = "o:d:i:", .longopts = opts, .in_order = true,
-		.ao = &rc->ao, .usage = record_usage, .option = option, .ctx = rc,
+		.name = "record", .shortopts = "d:i:", .longopts = opts, .in_order = true,
+		.ao = &rc->ao, .output = &rc->path, .force = &rc->force,
+		.usage = record_usage, .option = option, .ctx = rc,
 	};
 	int err;
 

@@ -34,7 +34,7 @@
 #define MAX_STOPS 10000		/* guard stops kept from a recording */
 
 enum {
-	OPT_STACK = OPT_ATTACH__LAST,
+	OPT_STACK = OPT_CLI__LAST,
 };
 
 /* What a recording holds besides calls, for its own lines of the report. */
@@ -126,9 +126,6 @@ static int option(void *ctx, int opt, const char *arg)
 	switch (opt) {
 	case 'd':
 		return cli__duration(arg, &rp->duration_ms);
-	case 'j':
-		rp->json = true;
-		return 0;
 	case OPT_STACK:
 		return cli__stack(arg, &rp->stack);
 	}
@@ -161,13 +158,13 @@ static int parse_args(struct report *rp, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "duration", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
 		{ "stack", required_argument, NULL, OPT_STACK },
 		{}
 	};
 	const struct cli c = {
-		.name = "report", .shortopts = "d:j", .longopts = opts, .in_order = true,
-		.ao = &rp->ao, .usage = report_usage, .option = option, .seen = seen, .ctx = rp,
+		.name = "report", .shortopts = "d:", .longopts = opts, .in_order = true,
+		.ao = &rp->ao, .json = &rp->json, .usage = report_usage, .option = option,
+		.seen = seen, .ctx = rp,
 	};
 	int err;
 

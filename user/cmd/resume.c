@@ -20,8 +20,6 @@
 #include "lib/procfs.h"
 #include "lib/units.h"
 
-enum { OPT_STATE_FILE = 0x100 };
-
 void resume_usage(FILE *f)
 {
 	fprintf(f,
@@ -121,9 +119,8 @@ static int option(void *ctx, int opt, const char *arg)
 {
 	struct resume_args *a = ctx;
 
-	if (opt == OPT_STATE_FILE)
-		a->path = arg;
-	else if (opt == 'a')
+	(void)arg;
+	if (opt == 'a')
 		a->all = true;
 	return 0;
 }
@@ -132,13 +129,12 @@ static int option(void *ctx, int opt, const char *arg)
 static int parse_args(struct resume_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
 		{ "all", no_argument, NULL, 'a' },
 		{}
 	};
 	const struct cli c = {
 		.name = "resume", .shortopts = "a", .longopts = opts, .in_order = true,
-		.usage = resume_usage, .option = option, .ctx = a,
+		.state_file = &a->path, .usage = resume_usage, .option = option, .ctx = a,
 	};
 	long pid;
 	int err, i;

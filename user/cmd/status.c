@@ -22,8 +22,6 @@
 #include "lib/sys.h"
 #include "lib/units.h"
 
-enum { OPT_STATE_FILE = 0x100 };
-
 void status_usage(FILE *f)
 {
 	fprintf(f,
@@ -183,48 +181,27 @@ static void print_json(const struct guard_status *st, bool alive)
 	jsonw__close(&w);
 }
 
-struct status_args {
-	const char *path;
-	bool json;
-};
-
-static int option(void *ctx, int opt, const char *arg)
+static int parse_args(const char **path, bool *json, int argc, char **argv)
 {
-	struct status_args *a = ctx;
-
-	if (opt == OPT_STATE_FILE)
-		a->path = arg;
-	else if (opt == 'j')
-		a->json = true;
-	return 0;
-}
-
-static int parse_args(struct status_args *a, int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
-		{ "json", no_argument, NULL, 'j' },
-		{}
-	};
 	const struct cli c = {
-		.name = "status", .shortopts = "j", .longopts = opts, .in_order = true,
-		.usage = status_usage, .option = option, .ctx = a,
+		.name = "status", .in_order = true, .json = json, .state_file = path,
+		.usage = status_usage,
 	};
 	int err;
 
-	a->path = GUARD_STATE_DEFAULT;
+	*path = GUARD_STATE_DEFAULT;
 	err = cli__parse(&c, argc, argv);
 	return err ? err : cli__no_operands("status", argc, argv);
 }
 
 int cmd_status(int argc, char **argv)
 {
-	struct status_args a = {};
+	const char *path;
 	struct guard_status *st;
-	bool alive;
+	bool json = false, alive;
 	int err;
 
-	err = parse_args(&a, argc, argv);
+	err = parse_args(&path, &json, argc, argv);
 	if (err)
 		return cli__exit_code(err);
 	st = malloc(sizeof(*st));
@@ -232,12 +209,12 @@ int cmd_status(int argc, char **argv)
 		elog("out of memory");
 		return 1;
 	}
-	if (guard_state__load(a.path, st)) {
+	if (guard_state__load(path, st)) {
 		free(st);
 		return 1;
 	}
 	alive = guard_state__daemon_alive(st->pid);
-	if (a.json)
+	if (json)
 		print_json(st, alive);
 	else
 		print_text(st, alive);

@@ -32,8 +32,7 @@
 #define DEFAULT_BURST_MIN (64ULL << 20)
 
 enum {
-	OPT_FORCE = OPT_ATTACH__LAST,
-	OPT_BURST_MIN,
+	OPT_BURST_MIN = OPT_CLI__LAST,
 };
 
 /* One process's allocations since the last sample. */
@@ -92,11 +91,6 @@ static int option(void *ctx, int opt, const char *arg)
 	struct tl_cmd *c = ctx;
 
 	switch (opt) {
-	case 'o':
-		return cli__output("timeline", arg, &c->out_path);
-	case OPT_FORCE:
-		c->force = true;
-		return 0;
 	case OPT_BURST_MIN:
 		if (parse_size(arg, &c->burst_min) || !c->burst_min) {
 			elog("invalid --burst-min '%s': expected a size, e.g. 64M", arg);
@@ -116,16 +110,15 @@ static int option(void *ctx, int opt, const char *arg)
 static int parse_args(struct tl_cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "burst-min", required_argument, NULL, OPT_BURST_MIN },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "platform", required_argument, NULL, OPT_PLATFORM },
 		{}
 	};
 	const struct cli cl = {
-		.name = "timeline", .shortopts = "o:p:", .longopts = opts,
-		.usage = timeline_usage, .option = option, .ctx = c,
+		.name = "timeline", .shortopts = "p:", .longopts = opts,
+		.output = &c->out_path, .force = &c->force, .usage = timeline_usage,
+		.option = option, .ctx = c,
 	};
 	int err;
 

@@ -120,7 +120,7 @@ static int parse_sort(const char *s, enum top_sort *out)
 	return -EINVAL;
 }
 
-enum { OPT_ONCE = OPT_ATTACH__LAST, OPT_STATE_FILE };
+enum { OPT_ONCE = OPT_CLI__LAST };
 
 static int option(void *ctx, int opt, const char *arg)
 {

@@ -47,25 +47,11 @@ void trace_usage(FILE *f)
 	fprintf(f, "  -h, --help               show this help\n");
 }
 
-static int option(void *ctx, int opt, const char *arg)
-{
-	struct trace *t = ctx;
-
-	(void)arg;
-	if (opt == 'j')
-		t->json = true;
-	return 0;
-}
-
 static int parse_args(struct trace *t, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{}
-	};
 	const struct cli c = {
-		.name = "trace", .shortopts = "j", .longopts = opts, .in_order = true,
-		.ao = &t->ao, .usage = trace_usage, .option = option, .ctx = t,
+		.name = "trace", .in_order = true, .ao = &t->ao, .json = &t->json,
+		.usage = trace_usage,
 	};
 	int err;
 
