@@ -103,7 +103,7 @@ int cli__parse(const struct cli *c, int argc, char **argv)
 		elog("%s: too many options", c->name);
 		return -EINVAL;
 	}
-	optind = 1;
+	optind = 0;	/* glibc: start over, with this optstring's ordering */
 	opterr = c->getopt_errors;	/* else one line of our own instead of getopt's two */
 	while ((opt = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
 		r = take(c, opt, argv);
