@@ -178,3 +178,37 @@ int cli__pids_or_command(const struct attach_opts *ao, char **cmd)
 	}
 	return 0;
 }
+
+int cli__out_open(struct out_file *out, const char *path, bool force)
+{
+	int err = out_file__open(out, path, force);
+
+	if (err)
+		elog("cannot create %s: %s%s", path, strerror(-err),
+		     err == -EEXIST ? " (--force replaces it)" : "");
+	return err;
+}
+
+int cli__out_commit(struct out_file *out, int err)
+{
+	if (!err)
+		err = out_file__commit(out);
+	if (!err)
+		return 0;
+	elog("cannot write %s: %s", out_file__name(out), strerror(-err));
+	out_file__discard(out);
+	return err;
+}
+
+struct replay_opts cli__replay_opts(const struct attach_opts *ao, bool platform_given,
+				    const struct replay_hooks *hooks, void *ctx)
+{
+	return (struct replay_opts){
+		.pids = ao->pids,
+		.n_pids = ao->n_pids,
+		.platform_given = platform_given,
+		.platform = ao->platform,
+		.hooks = hooks,
+		.ctx = ctx,
+	};
+}

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "attach/opts.h"
+#include "lib/out_file.h"
+#include "rec/replay.h"
 #include "stacks/unwind.h"
 
 enum {
@@ -82,5 +84,20 @@ int cli__one_recording(const char *cmd, int argc, char **argv, const char **file
 		       const char *out, const char *out_hint);
 /* A COMMAND to run and -p name two ways to choose what is traced. */
 int cli__pids_or_command(const struct attach_opts *ao, char **cmd);
+
+/*
+ * -o OUT and --force: OUT made before the work that fills it, so that a
+ * bad -o fails at once. 0, or -errno after saying why.
+ */
+int cli__out_open(struct out_file *out, const char *path, bool force);
+/*
+ * The work's answer err (0 or -errno, said already), then OUT committed;
+ * on either's failure OUT is discarded. 0, or -errno.
+ */
+int cli__out_commit(struct out_file *out, int err);
+
+/* A recording read as -p and --platform say (platform_given: --platform was). */
+struct replay_opts cli__replay_opts(const struct attach_opts *ao, bool platform_given,
+				    const struct replay_hooks *hooks, void *ctx);
 
 #endif /* UMTRACE_CLI_H */

@@ -381,22 +381,14 @@ static const struct replay_hooks total_hooks = {
 
 static int run(struct flamegraph *fg)
 {
-	const struct replay_opts o = {
-		.pids = fg->ao.pids,
-		.n_pids = fg->ao.n_pids,
-		.hooks = fg->view == FG_TOTAL ? &total_hooks : NULL,
-		.ctx = fg,
-	};
+	const struct replay_opts o = cli__replay_opts(&fg->ao, false,
+		fg->view == FG_TOTAL ? &total_hooks : NULL, fg);
 	struct out_file out;
 	int err;
 
 	/* Before the replay, which can take a while: a bad -o fails at once. */
-	err = out_file__open(&out, fg->out_path, fg->force);
-	if (err) {
-		elog("cannot create %s: %s%s", fg->out_path, strerror(-err),
-		     err == -EEXIST ? " (--force replaces it)" : "");
+	if (cli__out_open(&out, fg->out_path, fg->force))
 		return 1;
-	}
 	if (replay_view__load(&fg->rv, fg->file, &o))
 		goto err_discard;
 	err = build_stacks(fg);
@@ -404,13 +396,8 @@ static int run(struct flamegraph *fg)
 		elog("cannot build the flamegraph: %s", strerror(-err));
 		goto err_discard;
 	}
-	err = write_format(fg, out.f);
-	if (!err)
-		err = out_file__commit(&out);
-	if (err) {
-		elog("cannot write %s: %s", out_file__name(&out), strerror(-err));
-		goto err_discard;
-	}
+	if (cli__out_commit(&out, write_format(fg, out.f)))
+		return 1;
 	warn_left_out(fg);
 	return 0;
 

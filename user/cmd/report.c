@@ -473,14 +473,8 @@ static const struct replay_hooks file_hooks = {
 
 static int report_file(struct report *rp)
 {
-	const struct replay_opts o = {
-		.pids = rp->ao.pids,
-		.n_pids = rp->ao.n_pids,
-		.platform_given = rp->platform_given,
-		.platform = rp->ao.platform,
-		.hooks = &file_hooks,
-		.ctx = rp,
-	};
+	const struct replay_opts o = cli__replay_opts(&rp->ao, rp->platform_given,
+						      &file_hooks, rp);
 
 	if (replay_view__load(&rp->view, rp->file, &o))
 		return 1;

@@ -326,24 +326,12 @@ static const struct replay_hooks hooks = {
 
 static int run(struct tl_cmd *c)
 {
-	const struct replay_opts o = {
-		.pids = c->ao.pids,
-		.n_pids = c->ao.n_pids,
-		.platform_given = c->platform_given,
-		.platform = c->ao.platform,
-		.hooks = &hooks,
-		.ctx = c,
-	};
+	const struct replay_opts o = cli__replay_opts(&c->ao, c->platform_given, &hooks, c);
 	struct out_file out;
-	int err;
 
 	/* Before the replay, which can take a while: a bad -o fails at once. */
-	err = out_file__open(&out, c->out_path, c->force);
-	if (err) {
-		elog("cannot create %s: %s%s", c->out_path, strerror(-err),
-		     err == -EEXIST ? " (--force replaces it)" : "");
+	if (cli__out_open(&out, c->out_path, c->force))
 		return 1;
-	}
 	if (replay_view__load(&c->rv, c->file, &o))
 		goto err_discard;
 	flush_bursts(c);	/* the calls after the last sample */
@@ -355,13 +343,8 @@ static int run(struct tl_cmd *c)
 		elog("%s: no host memory samples in the recording: nothing to draw", c->file);
 		goto err_discard;
 	}
-	err = export_timeline(&c->t, out.f);
-	if (!err)
-		err = out_file__commit(&out);
-	if (err) {
-		elog("cannot write %s: %s", out_file__name(&out), strerror(-err));
-		goto err_discard;
-	}
+	if (cli__out_commit(&out, export_timeline(&c->t, out.f)))
+		return 1;
 	if (c->bad_samples)
 		wlog("%s: %llu samples out of time order left out", c->file,
 		     (unsigned long long)c->bad_samples);
