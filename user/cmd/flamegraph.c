@@ -64,10 +64,13 @@ struct flamegraph {
 	struct stackset *set;
 };
 
-static const struct {
-	const char *name;
+/* A format's name, or the end of a file name that asks for it. */
+struct fg_name {
+	const char *s;
 	enum fg_format format;
-} formats[] = {
+};
+
+static const struct fg_name formats[] = {
 	{ "folded", FG_FOLDED },
 	{ "svg", FG_SVG },
 	{ "pprof", FG_PPROF },
@@ -75,10 +78,7 @@ static const struct {
 };
 
 /* Longest suffix first: ".speedscope.json" before ".json". */
-static const struct {
-	const char *suffix;
-	enum fg_format format;
-} suffixes[] = {
+static const struct fg_name suffixes[] = {
 	{ ".speedscope.json", FG_SPEEDSCOPE },
 	{ ".json", FG_SPEEDSCOPE },
 	{ ".pb.gz", FG_PPROF },
@@ -126,7 +126,7 @@ static int parse_format(const char *s, enum fg_format *out)
 	size_t i;
 
 	for (i = 0; i < ARRAY_LEN(formats); i++) {
-		if (!strcmp(s, formats[i].name)) {
+		if (!strcmp(s, formats[i].s)) {
 			*out = formats[i].format;
 			return 0;
 		}
@@ -139,8 +139,8 @@ static enum fg_format format_of_name(const char *path)
 	size_t len = strlen(path), n, i;
 
 	for (i = 0; i < ARRAY_LEN(suffixes); i++) {
-		n = strlen(suffixes[i].suffix);
-		if (len > n && !strcmp(path + len - n, suffixes[i].suffix))
+		n = strlen(suffixes[i].s);
+		if (len > n && !strcmp(path + len - n, suffixes[i].s))
 			return suffixes[i].format;
 	}
 	return FG_FOLDED;

@@ -103,15 +103,22 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 	summary__consume(&t->summary, r);
 }
 
-/* Without libcuda: the processes whose page counts moved since the last tick. */
-static void pages_changes(struct trace *t)
+/*
+ * Without libcuda: the processes whose page counts moved since the last
+ * tick (by change), or that took the most pages since the start (by total).
+ */
+static void print_pages(struct trace *t, enum proc_pages_order by)
 {
 	const struct proc_pages_row *rows;
 	size_t n;
 
-	if (proc_pages__refresh(&t->pages, PROC_PAGES_BY_CHANGE))
+	if (proc_pages__refresh(&t->pages, by))
 		return;
 	rows = proc_pages__rows(&t->pages, &n);
+	if (by == PROC_PAGES_BY_TOTAL) {
+		export_proc_pages_totals(rows, n, &t->clock, t->json, stdout);
+		return;
+	}
 	export_proc_pages_changes(rows, n, &t->clock, t->json, stdout);
 	proc_pages__mark(&t->pages);
 }
@@ -121,7 +128,7 @@ static void on_tick(void *ctx)
 	struct trace *t = ctx;
 
 	if (t->session.pages_mode)
-		pages_changes(t);
+		print_pages(t, PROC_PAGES_BY_CHANGE);
 	fflush(stdout);
 }
 
@@ -130,18 +137,6 @@ static const struct session_ops trace_ops = {
 	.on_exit = on_proc_exit,
 	.on_tick = on_tick,
 };
-
-/* Without libcuda: the processes that took the most pages since the start. */
-static void pages_totals(struct trace *t)
-{
-	const struct proc_pages_row *rows;
-	size_t n;
-
-	if (proc_pages__refresh(&t->pages, PROC_PAGES_BY_TOTAL))
-		return;
-	rows = proc_pages__rows(&t->pages, &n);
-	export_proc_pages_totals(rows, n, &t->clock, t->json, stdout);
-}
 
 static void print_totals_json(const struct trace *t, const struct probe_stats *st)
 {
@@ -169,7 +164,7 @@ static void print_summary(struct trace *t)
 
 	session__stats(&t->session, &st);
 	if (t->session.pages_mode)
-		pages_totals(t);
+		print_pages(t, PROC_PAGES_BY_TOTAL);
 	if (t->json) {
 		export_summary_json(&t->summary, stdout);
 		print_totals_json(t, &st);
