@@ -4,6 +4,7 @@
  * options it adds, and the checks that recur.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "cmd/cli.h"
@@ -204,8 +205,11 @@ static void test_checks(void)
 	ao.n_pids = 1;
 	CHECK_EQ(cli__pids_or_command(&ao, NULL), 0, "-p alone");
 	CHECK_EQ(cli__pids_or_command(&ao, one), -EINVAL, "-p and COMMAND");
-	CHECK_EQ(cli__exit_code(1), 0, "--help exits 0");
-	CHECK_EQ(cli__exit_code(-EINVAL), 2, "usage error exits 2");
+	CHECK_EQ(cli__exit(NULL, 1), 0, "--help exits 0");
+	ao.libcuda = calloc(1, sizeof(*ao.libcuda));
+	ao.n_libcuda = 1;
+	CHECK_EQ(cli__exit(&ao, -EINVAL), 2, "usage error exits 2");
+	CHECK(!ao.libcuda && !ao.n_libcuda, "exit", "attach options not freed");
 }
 
 int main(void)

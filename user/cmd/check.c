@@ -241,7 +241,7 @@ int cmd_check(int argc, char **argv)
 
 	err = cli__parse(&c, argc, argv);
 	if (err)
-		return cli__exit_code(err);
+		return cli__exit(NULL, err);
 	if (optind < argc) {
 		elog("check: unexpected argument '%s'; see 'umtrace check --help'", argv[optind]);
 		return 2;

@@ -115,6 +115,13 @@ int cli__parse(const struct cli *c, int argc, char **argv)
 	return 0;
 }
 
+int cli__exit(struct attach_opts *ao, int err)
+{
+	if (ao)
+		attach_opts__free(ao);
+	return err > 0 ? 0 : 2;
+}
+
 int cli__duration(const char *arg, uint64_t *ms)
 {
 	if (parse_duration_ms(arg, ms) || !*ms) {

@@ -61,11 +61,11 @@ struct cli {
  */
 int cli__parse(const struct cli *c, int argc, char **argv);
 
-/* The process exit code for cli__parse()'s answer: 0 for --help, 2 for a usage error. */
-static inline int cli__exit_code(int err)
-{
-	return err > 0 ? 0 : 2;
-}
+/*
+ * The way out after options were refused (err < 0) or --help answered
+ * (err > 0): ao freed (NULL: none), and the exit code, 2 or 0.
+ */
+int cli__exit(struct attach_opts *ao, int err);
 
 /* --duration: more than nothing. */
 int cli__duration(const char *arg, uint64_t *ms);

@@ -416,10 +416,8 @@ int cmd_flamegraph(int argc, char **argv)
 	fg.metric = STACK_VAL__HOST_BYTES;
 	fg.view = FG_TOTAL;
 	err = parse_args(&fg, argc, argv);
-	if (err) {
-		attach_opts__free(&fg.ao);
-		return cli__exit_code(err);
-	}
+	if (err)
+		return cli__exit(&fg.ao, err);
 	replay_view__init(&fg.rv, page__size());
 	code = run(&fg);
 	stackset__free(fg.set);

@@ -276,10 +276,8 @@ int cmd_record(int argc, char **argv)
 
 	memset(&rc, 0, sizeof(rc));
 	err = parse_args(&rc, argc, argv);
-	if (err) {
-		attach_opts__free(&rc.ao);
-		return cli__exit_code(err);
-	}
+	if (err)
+		return cli__exit(&rc.ao, err);
 	err = callstack__init(&rc.cs, rc.stack);
 	if (err) {
 		elog("cannot set up call stacks: %s", strerror(-err));

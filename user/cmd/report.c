@@ -542,10 +542,8 @@ int cmd_report(int argc, char **argv)
 
 	memset(&rp, 0, sizeof(rp));
 	err = parse_args(&rp, argc, argv);
-	if (err) {
-		attach_opts__free(&rp.ao);
-		return cli__exit_code(err);
-	}
+	if (err)
+		return cli__exit(&rp.ao, err);
 	replay_view__init(&rp.view, page__size());
 	code = rp.file ? report_file(&rp) : report_live(&rp);
 	replay_view__free(&rp.view);

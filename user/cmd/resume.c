@@ -166,7 +166,7 @@ int cmd_resume(int argc, char **argv)
 
 	err = parse_args(&a, argc, argv);
 	if (err)
-		return cli__exit_code(err);
+		return cli__exit(NULL, err);
 	st = malloc(sizeof(*st));
 	if (!st) {
 		elog("out of memory");

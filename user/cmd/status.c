@@ -203,7 +203,7 @@ int cmd_status(int argc, char **argv)
 
 	err = parse_args(&path, &json, argc, argv);
 	if (err)
-		return cli__exit_code(err);
+		return cli__exit(NULL, err);
 	st = malloc(sizeof(*st));
 	if (!st) {
 		elog("out of memory");

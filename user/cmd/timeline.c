@@ -367,10 +367,8 @@ int cmd_timeline(int argc, char **argv)
 	attach_opts__init(&c.ao);
 	c.burst_min = DEFAULT_BURST_MIN;
 	err = parse_args(&c, argc, argv);
-	if (err) {
-		attach_opts__free(&c.ao);
-		return cli__exit_code(err);
-	}
+	if (err)
+		return cli__exit(&c.ao, err);
 	replay_view__init(&c.rv, page__size());
 	timeline__init(&c.t);
 	code = run(&c);

@@ -579,10 +579,8 @@ int cmd_top(int argc, char **argv)
 	memset(&t, 0, sizeof(t));
 	pid_table__init(&t.growth, sizeof(struct growth));
 	err = parse_args(&t, argc, argv);
-	if (err) {
-		attach_opts__free(&t.ao);
-		return cli__exit_code(err);
-	}
+	if (err)
+		return cli__exit(&t.ao, err);
 	summary__init(&t.summary, page__size());
 	t.summary.forget_exited = true;	/* runs for days: jobs come and go */
 	torch_model__init(&t.torch, NULL);

@@ -190,10 +190,8 @@ int cmd_trace(int argc, char **argv)
 
 	memset(&t, 0, sizeof(t));
 	err = parse_args(&t, argc, argv);
-	if (err) {
-		attach_opts__free(&t.ao);
-		return cli__exit_code(err);
-	}
+	if (err)
+		return cli__exit(&t.ao, err);
 	output__clock_init(&t.clock);
 	summary__init(&t.summary, t.clock.page_size);
 	platform__init(&t.summary.platform, t.ao.platform);
