@@ -8,29 +8,43 @@
 #define MIN_INTERVAL_MS	100
 #define MAX_INTERVAL_MS	3600000
 
-/* The attach options, the command's own and --help, as getopt_long() takes them. */
+/* The plain options several commands take, each where struct cli points. */
+static const struct option shared[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "state-file", required_argument, NULL, OPT_STATE_FILE },
+	{ "output", required_argument, NULL, 'o' },
+	{ "force", no_argument, NULL, OPT_FORCE },
+};
+
+static bool takes_shared(const struct cli *c, int opt)
+{
+	switch (opt) {
+	case 'j':
+		return c->json;
+	case OPT_STATE_FILE:
+		return c->state_file;
+	case 'o':
+		return c->output;
+	case OPT_FORCE:
+		return c->force;
+	default:
+		return false;
+	}
+}
+
+/* The attach options, the shared ones, its own and --help: getopt_long()'s table. */
 static int build(const struct cli *c, struct option *opts, char *shortopts, size_t len)
 {
 	static const struct option attach[] = { ATTACH_LONG_OPTS };
-	static const struct option json = { "json", no_argument, NULL, 'j' };
-	static const struct option state_file = {
-		"state-file", required_argument, NULL, OPT_STATE_FILE
-	};
-	static const struct option output[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
-	};
 	static const struct option help = { "help", no_argument, NULL, 'h' };
 	size_t n = 0, i;
+	int w;
 
 	for (i = 0; c->ao && i < sizeof(attach) / sizeof(attach[0]); i++)
 		opts[n++] = attach[i];
-	if (c->json)
-		opts[n++] = json;
-	if (c->state_file)
-		opts[n++] = state_file;
-	for (i = 0; c->output && i < 2; i++)
-		opts[n++] = output[i];
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (takes_shared(c, shared[i].val))
+			opts[n++] = shared[i];
 	for (i = 0; c->longopts && c->longopts[i].name; i++) {
 		if (n >= CLI_MAX_OPTS - 2)
 			return -E2BIG;
@@ -39,29 +53,35 @@ static int build(const struct cli *c, struct option *opts, char *shortopts, size
 	opts[n++] = help;
 	memset(&opts[n], 0, sizeof(opts[n]));
 	/* '+': COMMAND's options are its own; ':': a missing value told apart. */
-	snprintf(shortopts, len, "%s%s%s%s%s%sh", c->in_order ? "+" : "",
-		 c->getopt_errors ? "" : ":", c->ao ? ATTACH_SHORT_OPTS : "",
-		 c->json ? "j" : "", c->output ? "o:" : "", c->shortopts ? c->shortopts : "");
-	return 0;
+	w = snprintf(shortopts, len, "%s%s%s%s%s%sh", c->in_order ? "+" : "",
+		     c->getopt_errors ? "" : ":", c->ao ? ATTACH_SHORT_OPTS : "",
+		     c->json ? "j" : "", c->output ? "o:" : "",
+		     c->shortopts ? c->shortopts : "");
+	return w < 0 || (size_t)w >= len ? -E2BIG : 0;
 }
 
-/* 1 if opt is one of the plain shared options c takes, -EINVAL if its value is not. */
+/* 1 if opt is one of the shared options c takes, -EINVAL if its value is not. */
 static int take_shared(const struct cli *c, int opt, const char *arg)
 {
-	if (opt == 'j' && c->json) {
+	if (!takes_shared(c, opt))
+		return 0;
+	switch (opt) {
+	case 'j':
 		*c->json = true;
-	} else if (opt == OPT_STATE_FILE && c->state_file) {
+		break;
+	case OPT_STATE_FILE:
 		*c->state_file = arg;
-	} else if (opt == 'o' && c->output) {
+		break;
+	case 'o':
 		if (!*arg) {
 			elog("%s: -o needs a file name", c->name);
 			return -EINVAL;
 		}
 		*c->output = arg;
-	} else if (opt == OPT_FORCE && c->output) {
+		break;
+	case OPT_FORCE:
 		*c->force = true;
-	} else {
-		return 0;
+		break;
 	}
 	return 1;
 }
