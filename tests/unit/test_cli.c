@@ -102,7 +102,11 @@ static void test_attach_only_when_asked(void)
 
 static void test_shared_options(void)
 {
-	char *argv[] = { "test", "-j", "--state-file", "/s", "-o", "out", "--force", NULL };
+	char *argv[] = { "test", "-j", "--state-file", "/s", "-o", "out", "--force", "-d", "2m",
+			 "-i100ms", "--stack", "fp", NULL };
+	char *bad[] = { "test", "-i", "50ms", NULL };
+	enum stack_mode stack = STACK_AUTO;
+	uint64_t duration = 0, interval = 0;
 	struct cli c = {};
 	struct args a;
 
@@ -110,12 +114,19 @@ static void test_shared_options(void)
 	c.state_file = &a.state_file;
 	c.output = &a.output;
 	c.force = &a.force;
-	CHECK_EQ(parse(&a, &c, 7, argv), 0, "parse");
+	c.duration_ms = &duration;
+	c.interval_ms = &interval;
+	c.stack = &stack;
+	CHECK_EQ(parse(&a, &c, 12, argv), 0, "parse");
+	CHECK_EQ(duration, 120000, "-d 2m");
+	CHECK_EQ(interval, 100, "-i100ms");
+	CHECK_EQ(stack, STACK_FP, "--stack fp");
 	CHECK(a.json, "json", "-j not taken");
 	CHECK(a.force, "force", "--force not taken");
 	CHECK(a.state_file && !strcmp(a.state_file, "/s"), "state", "%s", a.state_file);
 	CHECK(a.output && !strcmp(a.output, "out"), "output", "%s", a.output);
 	CHECK_EQ(a.own, 0, "none reached the command");
+	CHECK_EQ(parse(&a, &c, 3, bad), -EINVAL, "-i 50ms");
 }
 
 static void test_shared_refused(void)

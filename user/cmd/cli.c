@@ -14,6 +14,9 @@ static const struct option shared[] = {
 	{ "state-file", required_argument, NULL, OPT_STATE_FILE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "interval", required_argument, NULL, 'i' },
+	{ "stack", required_argument, NULL, OPT_STACK },
 };
 
 static bool takes_shared(const struct cli *c, int opt)
@@ -27,12 +30,31 @@ static bool takes_shared(const struct cli *c, int opt)
 		return c->output;
 	case OPT_FORCE:
 		return c->force;
+	case 'd':
+		return c->duration_ms;
+	case 'i':
+		return c->interval_ms;
+	case OPT_STACK:
+		return c->stack;
 	default:
 		return false;
 	}
 }
 
-/* The attach options, the shared ones, its own and --help: getopt_long()'s table. */
+/* The short form of o, if it has one, onto s. */
+static void add_short(char *s, const struct option *o)
+{
+	size_t n = strlen(s);
+
+	if (o->val >= 0x100)
+		return;
+	s[n++] = (char)o->val;
+	if (o->has_arg == required_argument)
+		s[n++] = ':';
+	s[n] = '\0';
+}
+
+/* The attach options, the shared ones, its own and --help: getopt_long()'s tables. */
 static int build(const struct cli *c, struct option *opts, char *shortopts, size_t len)
 {
 	static const struct option attach[] = { ATTACH_LONG_OPTS };
@@ -40,24 +62,30 @@ static int build(const struct cli *c, struct option *opts, char *shortopts, size
 	size_t n = 0, i;
 	int w;
 
+	/* '+': COMMAND's options are its own; ':': a missing value told apart. */
+	w = snprintf(shortopts, len, "%s%s%s%s", c->in_order ? "+" : "",
+		     c->getopt_errors ? "" : ":", c->ao ? ATTACH_SHORT_OPTS : "",
+		     c->shortopts ? c->shortopts : "");
+	/* Each shared option adds at most two characters, --help one. */
+	if (w < 0 || (size_t)w + 2 * sizeof(shared) / sizeof(shared[0]) + 1 >= len)
+		return -E2BIG;
 	for (i = 0; c->ao && i < sizeof(attach) / sizeof(attach[0]); i++)
 		opts[n++] = attach[i];
-	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
-		if (takes_shared(c, shared[i].val))
-			opts[n++] = shared[i];
+	for (i = 0; i < sizeof(shared) / sizeof(shared[0]); i++) {
+		if (!takes_shared(c, shared[i].val))
+			continue;
+		opts[n++] = shared[i];
+		add_short(shortopts, &shared[i]);
+	}
 	for (i = 0; c->longopts && c->longopts[i].name; i++) {
 		if (n >= CLI_MAX_OPTS - 2)
 			return -E2BIG;
 		opts[n++] = c->longopts[i];
 	}
 	opts[n++] = help;
+	add_short(shortopts, &help);
 	memset(&opts[n], 0, sizeof(opts[n]));
-	/* '+': COMMAND's options are its own; ':': a missing value told apart. */
-	w = snprintf(shortopts, len, "%s%s%s%s%s%sh", c->in_order ? "+" : "",
-		     c->getopt_errors ? "" : ":", c->ao ? ATTACH_SHORT_OPTS : "",
-		     c->json ? "j" : "", c->output ? "o:" : "",
-		     c->shortopts ? c->shortopts : "");
-	return w < 0 || (size_t)w >= len ? -E2BIG : 0;
+	return 0;
 }
 
 /* 1 if opt is one of the shared options c takes, -EINVAL if its value is not. */
@@ -68,22 +96,28 @@ static int take_shared(const struct cli *c, int opt, const char *arg)
 	switch (opt) {
 	case 'j':
 		*c->json = true;
-		break;
+		return 1;
 	case OPT_STATE_FILE:
 		*c->state_file = arg;
-		break;
+		return 1;
 	case 'o':
 		if (!*arg) {
 			elog("%s: -o needs a file name", c->name);
 			return -EINVAL;
 		}
 		*c->output = arg;
-		break;
+		return 1;
 	case OPT_FORCE:
 		*c->force = true;
-		break;
+		return 1;
+	case 'd':
+		return cli__duration(arg, c->duration_ms) ?: 1;
+	case 'i':
+		return cli__interval(arg, c->interval_ms) ?: 1;
+	case OPT_STACK:
+		return cli__stack(arg, c->stack) ?: 1;
 	}
-	return 1;
+	return 0;
 }
 
 static int take(const struct cli *c, int opt, char **argv)

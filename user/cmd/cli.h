@@ -23,6 +23,7 @@
 enum {
 	OPT_STATE_FILE = OPT_ATTACH__LAST,
 	OPT_FORCE,
+	OPT_STACK,
 	OPT_CLI__LAST,		/* commands number their own options after it */
 };
 
@@ -47,6 +48,9 @@ struct cli {
 	const char **state_file;	/* --state-file PATH, the guard's */
 	const char **output;		/* -o, --output FILE: not empty */
 	bool *force;			/* --force: replace it */
+	uint64_t *duration_ms;		/* -d, --duration INTERVAL: more than 0 */
+	uint64_t *interval_ms;		/* -i, --interval INTERVAL: 100ms to 1h */
+	enum stack_mode *stack;		/* --stack fp|dwarf|auto */
 	void (*usage)(FILE *f);
 	/* One of its own options (NULL: none): 0, or -EINVAL after saying why. */
 	int (*option)(void *ctx, int opt, const char *arg);

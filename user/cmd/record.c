@@ -28,10 +28,6 @@
 /* Under a stream of calls the loop may not tick: look at the clock every so many. */
 #define CALLS_PER_CLOCK		256
 
-enum {
-	OPT_STACK = OPT_CLI__LAST,
-};
-
 struct record {
 	struct attach_opts ao;
 	const char *path;
@@ -82,33 +78,12 @@ void record_usage(FILE *f)
 	fprintf(f, "  -h, --help               show this help\n");
 }
 
-static int option(void *ctx, int opt, const char *arg)
-{
-	struct record *rc = ctx;
-
-	switch (opt) {
-	case 'd':
-		return cli__duration(arg, &rc->duration_ms);
-	case 'i':
-		return cli__interval(arg, &rc->interval_ms);
-	case OPT_STACK:
-		return cli__stack(arg, &rc->stack);
-	}
-	return 0;
-}
-
 static int parse_args(struct record *rc, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "duration", required_argument, NULL, 'd' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "stack", required_argument, NULL, OPT_STACK },
-		{}
-	};
 	const struct cli c = {
-		.name = "record", .shortopts = "d:i:", .longopts = opts, .in_order = true,
-		.ao = &rc->ao, .output = &rc->path, .force = &rc->force,
-		.usage = record_usage, .option = option, .ctx = rc,
+		.name = "record", .in_order = true, .ao = &rc->ao, .output = &rc->path,
+		.force = &rc->force, .duration_ms = &rc->duration_ms,
+		.interval_ms = &rc->interval_ms, .stack = &rc->stack, .usage = record_usage,
 	};
 	int err;
 

@@ -33,10 +33,6 @@
 
 #define MAX_STOPS 10000		/* guard stops kept from a recording */
 
-enum {
-	OPT_STACK = OPT_CLI__LAST,
-};
-
 /* What a recording holds besides calls, for its own lines of the report. */
 struct rec_seen {
 	uint64_t samples;
@@ -119,19 +115,6 @@ static void seen(void *ctx, int opt)
 			rp->live_opt = live[i].name;
 }
 
-static int option(void *ctx, int opt, const char *arg)
-{
-	struct report *rp = ctx;
-
-	switch (opt) {
-	case 'd':
-		return cli__duration(arg, &rp->duration_ms);
-	case OPT_STACK:
-		return cli__stack(arg, &rp->stack);
-	}
-	return 0;
-}
-
 /* After "--" comes a command; without it, a recording. */
 static int operands(struct report *rp, int argc, char **argv)
 {
@@ -156,14 +139,9 @@ static int operands(struct report *rp, int argc, char **argv)
 
 static int parse_args(struct report *rp, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "duration", required_argument, NULL, 'd' },
-		{ "stack", required_argument, NULL, OPT_STACK },
-		{}
-	};
 	const struct cli c = {
-		.name = "report", .shortopts = "d:", .longopts = opts, .in_order = true,
-		.ao = &rp->ao, .json = &rp->json, .usage = report_usage, .option = option,
+		.name = "report", .in_order = true, .ao = &rp->ao, .json = &rp->json,
+		.duration_ms = &rp->duration_ms, .stack = &rp->stack, .usage = report_usage,
 		.seen = seen, .ctx = rp,
 	};
 	int err;

@@ -127,8 +127,6 @@ static int option(void *ctx, int opt, const char *arg)
 	struct top *t = ctx;
 
 	switch (opt) {
-	case 'i':
-		return cli__interval(arg, &t->interval_ms);
 	case 's':
 		return parse_sort(arg, &t->sort);
 	case OPT_ONCE:
@@ -151,7 +149,6 @@ static int option(void *ctx, int opt, const char *arg)
 static int parse_args(struct top *t, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "interval", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "batch", no_argument, NULL, 'b' },
@@ -159,8 +156,8 @@ static int parse_args(struct top *t, int argc, char **argv)
 		{}
 	};
 	const struct cli c = {
-		.name = "top", .shortopts = "i:s:b", .longopts = opts, .ao = &t->ao,
-		.usage = top_usage, .option = option, .ctx = t,
+		.name = "top", .shortopts = "s:b", .longopts = opts, .ao = &t->ao,
+		.interval_ms = &t->interval_ms, .usage = top_usage, .option = option, .ctx = t,
 	};
 	int err;
 
