@@ -157,6 +157,16 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Where a threshold key's value is kept, as written. */
+static char **threshold_of(struct guard_config *cfg, enum key k)
+{
+	if (k == K_FLOOR)
+		return &cfg->floor;
+	if (k == K_LOW)
+		return &cfg->low;
+	return k == K_DROP ? &cfg->drop : &cfg->auto_resume;
+}
+
 /* A key whose value is one of a few words: 0, -EINVAL for another word, 1 for another key. */
 static int set_choice(struct guard_config *cfg, enum key k, const char *v)
 {
@@ -201,19 +211,17 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 	if (ret <= 0)
 		return ret;
 	switch (k) {
-	case K_FLOOR:
-		return set_threshold(&cfg->floor, v, name, err, errlen);
-	case K_LOW:
-		return set_threshold(&cfg->low, v, name, err, errlen);
-	case K_DROP:
-		return set_threshold(&cfg->drop, v, name, err, errlen);
 	case K_AUTO_RESUME:
 		if (!strcmp(v, "off")) {
 			free(cfg->auto_resume);
 			cfg->auto_resume = NULL;
 			return 0;
 		}
-		return set_threshold(&cfg->auto_resume, v, name, err, errlen);
+		/* fall through */
+	case K_FLOOR:
+	case K_LOW:
+	case K_DROP:
+		return set_threshold(threshold_of(cfg, k), v, name, err, errlen);
 	case K_SCOPE:
 		return guard_scope__parse(&cfg->scope, v, name, err, errlen);
 	case K_PROTECT:
