@@ -55,8 +55,10 @@ USER_LAYERS := lib model stacks rec attach export guard guardd cmd
 USER_SRCS := $(foreach l,$(USER_LAYERS),$(wildcard user/$(l)/*.c))
 USER_HDRS := $(foreach l,$(USER_LAYERS),$(wildcard user/$(l)/*.h))
 USER_OBJS := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
-# Everything but the commands, for the unit tests to link against.
-LIB_OBJS := $(filter-out $(OUT)/user/cmd/%,$(USER_OBJS))
+# Everything but the commands (their shared option loop and JSON writer
+# included), for the unit tests to link against.
+LIB_OBJS := $(filter-out $(OUT)/user/cmd/%,$(USER_OBJS)) \
+	$(OUT)/user/cmd/cli.o $(OUT)/user/cmd/json.o
 # The programs: the bpf/*.bpf.c below (not the rescan's iterator), compiled
 # apart and linked into one object, one skeleton (bpf/shared.bpf.h). A file
 # comes after every file whose maps it uses: bookworm's libbpf (1.1) links a

@@ -6,10 +6,10 @@
  * bound 6.12 took), and libbpf stops at the first program it cannot
  * load: only loading every configuration on the kernel at hand tells.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "attach/libcuda_scan.h"
 #include "lib/log.h"
@@ -217,29 +217,31 @@ static void run_scan_check(void)
 	libcuda_scan__close(&sc);
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+	(void)ctx;
+	(void)arg;
+	if (opt == 'v')
+		log_verbose = true;
+	return 0;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
+		{}
+	};
+	const struct cli c = {
+		.name = "check", .shortopts = "v", .longopts = opts, .getopt_errors = true,
+		.usage = check_usage, .option = option,
 	};
 	size_t i, failed = 0;
-	int c;
+	int err;
 
-	while ((c = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'v':
-			log_verbose = true;
-			break;
-		case 'h':
-			check_usage(stdout);
-			return 0;
-		default:
-			check_usage(stderr);
-			return 2;
-		}
-	}
+	err = cli__parse(&c, argc, argv);
+	if (err)
+		return cli__exit(NULL, err);
 	if (optind < argc) {
 		elog("check: unexpected argument '%s'; see 'umtrace check --help'", argv[optind]);
 		return 2;

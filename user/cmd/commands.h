@@ -9,25 +9,20 @@
 
 #include <stdio.h>
 
-int cmd_trace(int argc, char **argv);
-void trace_usage(FILE *f);
-int cmd_top(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-void report_usage(FILE *f);
-void top_usage(FILE *f);
-int cmd_record(int argc, char **argv);
-void record_usage(FILE *f);
-int cmd_guard(int argc, char **argv);
-void guard_usage(FILE *f);
-int cmd_status(int argc, char **argv);
-void status_usage(FILE *f);
-int cmd_resume(int argc, char **argv);
-void resume_usage(FILE *f);
-int cmd_flamegraph(int argc, char **argv);
-void flamegraph_usage(FILE *f);
-int cmd_timeline(int argc, char **argv);
-void timeline_usage(FILE *f);
-int cmd_check(int argc, char **argv);
-void check_usage(FILE *f);
+/* A subcommand: its run, given argv from its name on, and its help. */
+#define UMT_COMMAND(name)					\
+	int cmd_##name(int argc, char **argv);			\
+	void name##_usage(FILE *f)
+
+UMT_COMMAND(trace);
+UMT_COMMAND(report);
+UMT_COMMAND(top);
+UMT_COMMAND(record);
+UMT_COMMAND(guard);
+UMT_COMMAND(status);
+UMT_COMMAND(resume);
+UMT_COMMAND(flamegraph);
+UMT_COMMAND(timeline);
+UMT_COMMAND(check);
 
 #endif /* UMTRACE_COMMANDS_H */

@@ -10,11 +10,11 @@
  * stackset insertions, not a million.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attach/opts.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "model/cuda_api.h"
 #include "export/export.h"
@@ -38,8 +38,7 @@ enum fg_view {
 };
 
 enum {
-	OPT_FORCE = OPT_ATTACH__LAST,
-	OPT_VIEW,
+	OPT_VIEW = OPT_CLI__LAST,
 };
 
 /* What one process's calls from one call site add up to. */
@@ -65,10 +64,13 @@ struct flamegraph {
 	struct stackset *set;
 };
 
-static const struct {
-	const char *name;
+/* A format's name, or the end of a file name that asks for it. */
+struct fg_name {
+	const char *s;
 	enum fg_format format;
-} formats[] = {
+};
+
+static const struct fg_name formats[] = {
 	{ "folded", FG_FOLDED },
 	{ "svg", FG_SVG },
 	{ "pprof", FG_PPROF },
@@ -76,10 +78,7 @@ static const struct {
 };
 
 /* Longest suffix first: ".speedscope.json" before ".json". */
-static const struct {
-	const char *suffix;
-	enum fg_format format;
-} suffixes[] = {
+static const struct fg_name suffixes[] = {
 	{ ".speedscope.json", FG_SPEEDSCOPE },
 	{ ".json", FG_SPEEDSCOPE },
 	{ ".pb.gz", FG_PPROF },
@@ -127,7 +126,7 @@ static int parse_format(const char *s, enum fg_format *out)
 	size_t i;
 
 	for (i = 0; i < ARRAY_LEN(formats); i++) {
-		if (!strcmp(s, formats[i].name)) {
+		if (!strcmp(s, formats[i].s)) {
 			*out = formats[i].format;
 			return 0;
 		}
@@ -140,89 +139,73 @@ static enum fg_format format_of_name(const char *path)
 	size_t len = strlen(path), n, i;
 
 	for (i = 0; i < ARRAY_LEN(suffixes); i++) {
-		n = strlen(suffixes[i].suffix);
-		if (len > n && !strcmp(path + len - n, suffixes[i].suffix))
+		n = strlen(suffixes[i].s);
+		if (len > n && !strcmp(path + len - n, suffixes[i].s))
 			return suffixes[i].format;
 	}
 	return FG_FOLDED;
 }
 
+static int parse_view(const char *arg, enum fg_view *view)
+{
+	if (!strcmp(arg, "total")) {
+		*view = FG_TOTAL;
+	} else if (!strcmp(arg, "held")) {
+		*view = FG_HELD;
+	} else {
+		elog("invalid --view '%s': expected total or held", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct flamegraph *fg = ctx;
+
+	switch (opt) {
+	case 'f':
+		if (parse_format(arg, &fg->format)) {
+			elog("invalid --format '%s': expected folded, svg, pprof or speedscope", arg);
+			return -EINVAL;
+		}
+		fg->format_given = true;
+		return 0;
+	case 'm':
+		if (stack_metric__parse(arg, &fg->metric)) {
+			elog("invalid --metric '%s': expected host, gpu or calls", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case OPT_VIEW:
+		return parse_view(arg, &fg->view);
+	case 'p':
+		return attach_opts__parse(&fg->ao, opt, arg) < 0 ? -EINVAL : 0;
+	}
+	return 0;
+}
+
 static int parse_args(struct flamegraph *fg, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "format", required_argument, NULL, 'f' },
 		{ "metric", required_argument, NULL, 'm' },
 		{ "view", required_argument, NULL, OPT_VIEW },
 		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int opt;
+	const struct cli c = {
+		.name = "flamegraph", .shortopts = "f:m:p:", .longopts = opts,
+		.output = &fg->out_path, .force = &fg->force, .usage = flamegraph_usage,
+		.option = option, .ctx = fg,
+	};
+	int err;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:f:m:p:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			if (!*optarg) {
-				elog("flamegraph: -o needs a file name");
-				return -EINVAL;
-			}
-			fg->out_path = optarg;
-			break;
-		case OPT_FORCE:
-			fg->force = true;
-			break;
-		case 'f':
-			if (parse_format(optarg, &fg->format)) {
-				elog("invalid --format '%s': expected folded, svg, pprof or speedscope",
-				     optarg);
-				return -EINVAL;
-			}
-			fg->format_given = true;
-			break;
-		case 'm':
-			if (stack_metric__parse(optarg, &fg->metric)) {
-				elog("invalid --metric '%s': expected host, gpu or calls", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_VIEW:
-			if (!strcmp(optarg, "total")) {
-				fg->view = FG_TOTAL;
-			} else if (!strcmp(optarg, "held")) {
-				fg->view = FG_HELD;
-			} else {
-				elog("invalid --view '%s': expected total or held", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-			if (attach_opts__parse(&fg->ao, opt, optarg) < 0)
-				return -EINVAL;
-			break;
-		case 'h':
-			flamegraph_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("flamegraph", opt, argv);
-		}
-	}
-	if (optind >= argc) {
-		elog("flamegraph: no recording given; see 'umtrace flamegraph --help'");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		elog("flamegraph: unexpected argument '%s'; give one recording", argv[optind + 1]);
-		return -EINVAL;
-	}
-	fg->file = argv[optind];
-	if (!fg->out_path) {
-		elog("flamegraph: no output given: -o OUT ('-' for standard output)");
-		return -EINVAL;
-	}
+	err = cli__parse(&c, argc, argv);
+	if (!err)
+		err = cli__one_recording("flamegraph", argc, argv, &fg->file, fg->out_path, "OUT");
+	if (err)
+		return err;
 	if (!fg->format_given)
 		fg->format = strcmp(fg->out_path, "-") ? format_of_name(fg->out_path) : FG_FOLDED;
 	return 0;
@@ -398,22 +381,14 @@ static const struct replay_hooks total_hooks = {
 
 static int run(struct flamegraph *fg)
 {
-	const struct replay_opts o = {
-		.pids = fg->ao.pids,
-		.n_pids = fg->ao.n_pids,
-		.hooks = fg->view == FG_TOTAL ? &total_hooks : NULL,
-		.ctx = fg,
-	};
+	const struct replay_opts o = cli__replay_opts(&fg->ao, false,
+		fg->view == FG_TOTAL ? &total_hooks : NULL, fg);
 	struct out_file out;
 	int err;
 
 	/* Before the replay, which can take a while: a bad -o fails at once. */
-	err = out_file__open(&out, fg->out_path, fg->force);
-	if (err) {
-		elog("cannot create %s: %s%s", fg->out_path, strerror(-err),
-		     err == -EEXIST ? " (--force replaces it)" : "");
+	if (cli__out_open(&out, fg->out_path, fg->force))
 		return 1;
-	}
 	if (replay_view__load(&fg->rv, fg->file, &o))
 		goto err_discard;
 	err = build_stacks(fg);
@@ -421,13 +396,8 @@ static int run(struct flamegraph *fg)
 		elog("cannot build the flamegraph: %s", strerror(-err));
 		goto err_discard;
 	}
-	err = write_format(fg, out.f);
-	if (!err)
-		err = out_file__commit(&out);
-	if (err) {
-		elog("cannot write %s: %s", out_file__name(&out), strerror(-err));
-		goto err_discard;
-	}
+	if (cli__out_commit(&out, write_format(fg, out.f)))
+		return 1;
 	warn_left_out(fg);
 	return 0;
 
@@ -446,10 +416,8 @@ int cmd_flamegraph(int argc, char **argv)
 	fg.metric = STACK_VAL__HOST_BYTES;
 	fg.view = FG_TOTAL;
 	err = parse_args(&fg, argc, argv);
-	if (err) {
-		attach_opts__free(&fg.ao);
-		return err > 0 ? 0 : 2;
-	}
+	if (err)
+		return cli__exit(&fg.ao, err);
 	replay_view__init(&fg.rv, page__size());
 	code = run(&fg);
 	stackset__free(fg.set);

@@ -6,7 +6,6 @@
  * later, anywhere.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include "lib/sys.h"
 #include "attach/opts.h"
 #include "stacks/callstack.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "lib/log.h"
 #include "model/platform.h"
@@ -23,17 +23,10 @@
 #include "lib/units.h"
 
 #define DEFAULT_INTERVAL_MS	1000
-#define MIN_INTERVAL_MS		100
-#define MAX_INTERVAL_MS		3600000
 /* The loop's tick: flushes and samples are checked this often. */
 #define TICK_MS			100
 /* Under a stream of calls the loop may not tick: look at the clock every so many. */
 #define CALLS_PER_CLOCK		256
-
-enum {
-	OPT_STACK = OPT_ATTACH__LAST,
-	OPT_FORCE,
-};
 
 struct record {
 	struct attach_opts ao;
@@ -87,65 +80,18 @@ void record_usage(FILE *f)
 
 static int parse_args(struct record *rc, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		ATTACH_LONG_OPTS,
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "stack", required_argument, NULL, OPT_STACK },
-		{ "help", no_argument, NULL, 'h' },
-		{}
+	const struct cli c = {
+		.name = "record", .in_order = true, .ao = &rc->ao, .output = &rc->path,
+		.force = &rc->force, .duration_ms = &rc->duration_ms,
+		.interval_ms = &rc->interval_ms, .stack = &rc->stack, .usage = record_usage,
 	};
-	int opt, r;
+	int err;
 
 	attach_opts__init(&rc->ao);
 	rc->interval_ms = DEFAULT_INTERVAL_MS;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:" ATTACH_SHORT_OPTS "o:d:i:h", opts, NULL)) != -1) {
-		r = attach_opts__parse(&rc->ao, opt, optarg);
-		if (r < 0)
-			return -EINVAL;
-		if (r)
-			continue;
-		switch (opt) {
-		case 'o':
-			if (!*optarg) {
-				elog("record: -o needs a file name");
-				return -EINVAL;
-			}
-			rc->path = optarg;
-			break;
-		case OPT_FORCE:
-			rc->force = true;
-			break;
-		case 'd':
-			if (parse_duration_ms(optarg, &rc->duration_ms) || !rc->duration_ms) {
-				elog("invalid --duration '%s': expected e.g. 30s, 5m, 1h", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'i':
-			if (parse_duration_ms(optarg, &rc->interval_ms) ||
-			    rc->interval_ms < MIN_INTERVAL_MS || rc->interval_ms > MAX_INTERVAL_MS) {
-				elog("invalid --interval '%s': expected 100ms to 1h", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_STACK:
-			if (stack_mode__parse(optarg, &rc->stack)) {
-				elog("invalid --stack '%s': expected fp, dwarf or auto", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			record_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("record", opt, argv);
-		}
-	}
+	err = cli__parse(&c, argc, argv);
+	if (err)
+		return err;
 	if (optind < argc && strcmp(argv[optind - 1], "--")) {
 		elog("record: unexpected argument '%s'; a command goes after --", argv[optind]);
 		return -EINVAL;
@@ -156,11 +102,7 @@ static int parse_args(struct record *rc, int argc, char **argv)
 		elog("record: -o FILE is required");
 		return -EINVAL;
 	}
-	if (rc->cmd && rc->ao.n_pids) {
-		elog("give either -p PID or a COMMAND, not both");
-		return -EINVAL;
-	}
-	return 0;
+	return cli__pids_or_command(&rc->ao, rc->cmd);
 }
 
 /* A full disk or a dead one: say it once, and keep the file as it is. */
@@ -309,10 +251,8 @@ int cmd_record(int argc, char **argv)
 
 	memset(&rc, 0, sizeof(rc));
 	err = parse_args(&rc, argc, argv);
-	if (err) {
-		attach_opts__free(&rc.ao);
-		return err > 0 ? 0 : 2;
-	}
+	if (err)
+		return cli__exit(&rc.ao, err);
 	err = callstack__init(&rc.cs, rc.stack);
 	if (err) {
 		elog("cannot set up call stacks: %s", strerror(-err));

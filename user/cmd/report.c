@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <stdint.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,9 @@
 #include "attach/kthreads.h"
 #include "attach/opts.h"
 #include "attach/session.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
+#include "cmd/json.h"
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
 #include "lib/escape.h"
@@ -31,10 +32,6 @@
 #include "stacks/unwind.h"
 
 #define MAX_STOPS 10000		/* guard stops kept from a recording */
-
-enum {
-	OPT_STACK = OPT_ATTACH__LAST,
-};
 
 /* What a recording holds besides calls, for its own lines of the report. */
 struct rec_seen {
@@ -96,7 +93,7 @@ void report_usage(FILE *f)
 }
 
 /* Options that only mean something while tracing; -p, -v and --platform do both. */
-static void note_live_opt(struct report *rp, int opt)
+static void seen(void *ctx, int opt)
 {
 	static const struct {
 		int opt;
@@ -108,81 +105,50 @@ static void note_live_opt(struct report *rp, int opt)
 		{ OPT_RESCAN, "--rescan" }, { OPT_MANAGED_FAULTS, "--managed-faults" },
 		{ 'd', "--duration" }, { OPT_STACK, "--stack" },
 	};
+	struct report *rp = ctx;
 	size_t i;
 
+	if (opt == OPT_PLATFORM)
+		rp->platform_given = true;
 	for (i = 0; i < sizeof(live) / sizeof(live[0]) && !rp->live_opt; i++)
 		if (live[i].opt == opt)
 			rp->live_opt = live[i].name;
 }
 
-static int parse_args(struct report *rp, int argc, char **argv)
+/* After "--" comes a command; without it, a recording. */
+static int operands(struct report *rp, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		ATTACH_LONG_OPTS,
-		{ "duration", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "stack", required_argument, NULL, OPT_STACK },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	int opt, r;
-
-	attach_opts__init(&rp->ao);
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:" ATTACH_SHORT_OPTS "d:jh", opts, NULL)) != -1) {
-		r = attach_opts__parse(&rp->ao, opt, optarg);
-		if (r < 0)
-			return -EINVAL;
-		if (opt == OPT_PLATFORM)
-			rp->platform_given = true;
-		note_live_opt(rp, opt);
-		if (r)
-			continue;
-		switch (opt) {
-		case 'd':
-			if (parse_duration_ms(optarg, &rp->duration_ms) || !rp->duration_ms) {
-				elog("invalid --duration '%s': expected e.g. 30s, 5m, 1h", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'j':
-			rp->json = true;
-			break;
-		case OPT_STACK:
-			if (stack_mode__parse(optarg, &rp->stack)) {
-				elog("invalid --stack '%s': expected fp, dwarf or auto", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			report_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("report", opt, argv);
-		}
-	}
-	/* After "--" comes a command; without it, a recording. */
 	if (optind < argc && !strcmp(argv[optind - 1], "--")) {
 		rp->cmd = &argv[optind];
-	} else if (optind < argc) {
-		rp->file = argv[optind];
-		if (optind + 1 < argc) {
-			elog("report: unexpected argument '%s'; give one recording, or -- COMMAND",
-			     argv[optind + 1]);
-			return -EINVAL;
-		}
-		if (rp->live_opt) {
-			elog("report: %s applies to tracing, not to reading a recording",
-			     rp->live_opt);
-			return -EINVAL;
-		}
+		return cli__pids_or_command(&rp->ao, rp->cmd);
 	}
-	if (rp->cmd && rp->ao.n_pids) {
-		elog("give either -p PID or a COMMAND, not both");
+	if (optind >= argc)
+		return 0;
+	rp->file = argv[optind];
+	if (optind + 1 < argc) {
+		elog("report: unexpected argument '%s'; give one recording, or -- COMMAND",
+		     argv[optind + 1]);
+		return -EINVAL;
+	}
+	if (rp->live_opt) {
+		elog("report: %s applies to tracing, not to reading a recording", rp->live_opt);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+static int parse_args(struct report *rp, int argc, char **argv)
+{
+	const struct cli c = {
+		.name = "report", .in_order = true, .ao = &rp->ao, .json = &rp->json,
+		.duration_ms = &rp->duration_ms, .stack = &rp->stack, .usage = report_usage,
+		.seen = seen, .ctx = rp,
+	};
+	int err;
+
+	attach_opts__init(&rp->ao);
+	err = cli__parse(&c, argc, argv);
+	return err ? err : operands(rp, argc, argv);
 }
 
 static void on_ustack(void *ctx, const struct umt_ustack_rec *r)
@@ -272,31 +238,51 @@ static void print_site_text(const struct report *rp, const struct callsite *c,
 static void print_site_json(const struct report *rp, const struct callsite *c,
 			    size_t rank, uint64_t span_ns)
 {
+	struct jsonw w;
 	size_t i;
 
-	printf("{\"event\":\"callsite\",\"rank\":%zu,\"api\":\"%s\",\"comm\":", rank,
-	       cuda_api__name(c->api));
-	json__string(stdout, c->comm);
-	printf(",\"pids\":[");
+	jsonw__open(&w, stdout);
+	jsonw__str(&w, "event", "callsite");
+	jsonw__u64(&w, "rank", rank);
+	jsonw__str(&w, "api", cuda_api__name(c->api));
+	jsonw__str(&w, "comm", c->comm);
+	jsonw__array(&w, "pids");
 	for (i = 0; i < c->n_pids; i++)
-		printf("%s%u", i ? "," : "", c->pids[i]);
-	printf("],\"calls\":%llu,\"failed\":%llu,\"size\":%llu,\"host_bytes\":%llu,"
-	       "\"held\":%llu,\"held_host_bytes\":%llu,\"holds_host_bytes\":%llu,"
-	       "\"freed_at_exit\":%llu,"
-	       "\"freed_at_exit_host_bytes\":%llu,\"growth_bytes_per_hour\":%.0f,"
-	       "\"device_node_bytes\":%llu,\"stack\":[",
-	       (unsigned long long)c->calls, (unsigned long long)c->failed,
-	       (unsigned long long)c->size_bytes, (unsigned long long)c->host_taken,
-	       (unsigned long long)c->held_count, (unsigned long long)c->held_host,
-	       (unsigned long long)site_holds(rp, c),
-	       (unsigned long long)c->exit_count, (unsigned long long)c->exit_host,
-	       per_hour(c->held_host, span_ns), (unsigned long long)c->device_taken);
-	for (i = 0; i < c->n_frames; i++) {
-		if (i)
-			putchar(',');
-		json__string(stdout, c->frames[i]);
-	}
-	puts("]}");
+		jsonw__u64(&w, NULL, c->pids[i]);
+	jsonw__array_end(&w);
+	jsonw__u64(&w, "calls", c->calls);
+	jsonw__u64(&w, "failed", c->failed);
+	jsonw__u64(&w, "size", c->size_bytes);
+	jsonw__u64(&w, "host_bytes", c->host_taken);
+	jsonw__u64(&w, "held", c->held_count);
+	jsonw__u64(&w, "held_host_bytes", c->held_host);
+	jsonw__u64(&w, "holds_host_bytes", site_holds(rp, c));
+	jsonw__u64(&w, "freed_at_exit", c->exit_count);
+	jsonw__u64(&w, "freed_at_exit_host_bytes", c->exit_host);
+	jsonw__float(&w, "growth_bytes_per_hour", 0, per_hour(c->held_host, span_ns));
+	jsonw__u64(&w, "device_node_bytes", c->device_taken);
+	jsonw__array(&w, "stack");
+	for (i = 0; i < c->n_frames; i++)
+		jsonw__str(&w, NULL, c->frames[i]);
+	jsonw__array_end(&w);
+	jsonw__close(&w);
+}
+
+static void print_stop_json(const struct rec_stop *s)
+{
+	struct jsonw w;
+
+	jsonw__open(&w, stdout);
+	jsonw__str(&w, "event", "stop");
+	jsonw__u64(&w, "ts_ns", s->ts_ns);
+	jsonw__u64(&w, "pid", s->pid);
+	jsonw__str(&w, "comm", s->comm);
+	jsonw__u64(&w, "reason", s->reason);
+	jsonw__str(&w, "reason_text", s->reason_text);
+	jsonw__u64(&w, "mem_available", s->mem_available);
+	jsonw__u64(&w, "gpu_host_bytes", s->gpu_host_bytes);
+	jsonw__str(&w, "site", s->site);
+	jsonw__close(&w);
 }
 
 /* A recording's own lines: where and when it was made, what else it holds. */
@@ -305,41 +291,34 @@ static void print_recording_json(const struct report *rp)
 	const struct rec_seen *rs = &rp->rec;
 	const struct recfile_info *h = &rp->view.hdr.file;
 	const struct recfile_rstats *f = &rp->view.st.file;
+	struct jsonw w;
 	size_t i;
 
-	printf("{\"event\":\"recording\",\"file\":");
-	json__string(stdout, rp->file);
-	printf(",\"version\":%u,\"hostname\":", h->version);
-	json__string(stdout, h->hostname);
-	printf(",\"kernel\":");
-	json__string(stdout, h->release);
-	printf(",\"page_size\":%u,\"start_realtime_ns\":%llu,\"start_mono_ns\":%llu,"
-	       "\"chunks\":%llu,\"bytes\":%llu,\"file_bytes\":%llu,\"lost_bytes\":%llu,"
-	       "\"lost_chunks\":%llu,\"complete\":%s,\"calls\":%llu,\"exits\":%llu,"
-	       "\"samples\":%llu,\"stops\":%llu,\"last_ns\":%llu,\"min_mem_available\":%llu,"
-	       "\"max_psi_some_avg10\":%.2f}\n",
-	       h->page_size, (unsigned long long)h->start_realtime_ns,
-	       (unsigned long long)h->start_mono_ns, (unsigned long long)f->chunks,
-	       (unsigned long long)f->good_bytes, (unsigned long long)f->file_bytes,
-	       (unsigned long long)f->lost_bytes, (unsigned long long)f->lost_chunks,
-	       f->complete ? "true" : "false", (unsigned long long)rp->view.st.calls,
-	       (unsigned long long)rp->view.st.exits, (unsigned long long)rp->view.st.samples,
-	       (unsigned long long)rp->view.st.stops, (unsigned long long)rp->view.last_ns,
-	       (unsigned long long)rs->min_available, rs->max_psi_some / 100.0);
-	for (i = 0; i < rs->n_stops; i++) {
-		const struct rec_stop *s = &rs->stops[i];
-
-		printf("{\"event\":\"stop\",\"ts_ns\":%llu,\"pid\":%u,\"comm\":",
-		       (unsigned long long)s->ts_ns, s->pid);
-		json__string(stdout, s->comm);
-		printf(",\"reason\":%u,\"reason_text\":", s->reason);
-		json__string(stdout, s->reason_text);
-		printf(",\"mem_available\":%llu,\"gpu_host_bytes\":%llu,\"site\":",
-		       (unsigned long long)s->mem_available,
-		       (unsigned long long)s->gpu_host_bytes);
-		json__string(stdout, s->site);
-		puts("}");
-	}
+	jsonw__open(&w, stdout);
+	jsonw__str(&w, "event", "recording");
+	jsonw__str(&w, "file", rp->file);
+	jsonw__u64(&w, "version", h->version);
+	jsonw__str(&w, "hostname", h->hostname);
+	jsonw__str(&w, "kernel", h->release);
+	jsonw__u64(&w, "page_size", h->page_size);
+	jsonw__u64(&w, "start_realtime_ns", h->start_realtime_ns);
+	jsonw__u64(&w, "start_mono_ns", h->start_mono_ns);
+	jsonw__u64(&w, "chunks", f->chunks);
+	jsonw__u64(&w, "bytes", f->good_bytes);
+	jsonw__u64(&w, "file_bytes", f->file_bytes);
+	jsonw__u64(&w, "lost_bytes", f->lost_bytes);
+	jsonw__u64(&w, "lost_chunks", f->lost_chunks);
+	jsonw__bool(&w, "complete", f->complete);
+	jsonw__u64(&w, "calls", rp->view.st.calls);
+	jsonw__u64(&w, "exits", rp->view.st.exits);
+	jsonw__u64(&w, "samples", rp->view.st.samples);
+	jsonw__u64(&w, "stops", rp->view.st.stops);
+	jsonw__u64(&w, "last_ns", rp->view.last_ns);
+	jsonw__u64(&w, "min_mem_available", rs->min_available);
+	jsonw__float(&w, "max_psi_some_avg10", 2, rs->max_psi_some / 100.0);
+	jsonw__close(&w);
+	for (i = 0; i < rs->n_stops; i++)
+		print_stop_json(&rs->stops[i]);
 }
 
 static void print_stop_text(const struct rec_stop *s)
@@ -381,9 +360,34 @@ static void print_recording_text(const struct report *rp)
 		print_stop_text(&rs->stops[i]);
 }
 
-static void print_report(struct report *rp)
+static void print_totals_json(const struct report *rp)
+{
+	struct jsonw w;
+
+	jsonw__open(&w, stdout);
+	jsonw__str(&w, "event", "totals");
+	jsonw__u64(&w, "records", rp->view.summary.records);
+	jsonw__u64(&w, "dropped", rp->view.dropped);
+	jsonw__u64(&w, "callsites", rp->view.sites.n);
+	jsonw__u64(&w, "held_host_bytes", rp->view.summary.table.host_bytes);
+	jsonw__u64(&w, "overflowed", rp->view.sites.overflowed);
+	jsonw__close(&w);
+}
+
+static void print_totals_text(const struct report *rp)
 {
 	const struct summary *sm = &rp->view.summary;
+	char b[16];
+
+	printf("%zu call sites, %llu GPU calls, %s of host memory still held, "
+	       "%llu records lost\n", rp->view.sites.n, (unsigned long long)sm->records,
+	       fmt_bytes(sm->table.host_bytes, b, sizeof(b)),
+	       (unsigned long long)rp->view.dropped);
+	export_torch_text(&rp->view.torch, &rp->view.sites, stdout);
+}
+
+static void print_report(struct report *rp)
+{
 	struct callsite **v = callsites__sorted(&rp->view.sites);
 	uint64_t span = rp->view.last_call_ns - rp->view.first_call_ns;
 	size_t i;
@@ -400,24 +404,11 @@ static void print_report(struct report *rp)
 		else
 			print_site_text(rp, v[i], i + 1, span);
 	}
-	if (rp->json)
-		export_torch_json(&rp->view.torch, &rp->view.sites, stdout);
 	if (rp->json) {
-		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
-		       "\"callsites\":%zu,\"held_host_bytes\":%llu,\"overflowed\":%llu}\n",
-		       (unsigned long long)sm->records,
-		       (unsigned long long)rp->view.dropped, rp->view.sites.n,
-		       (unsigned long long)sm->table.host_bytes,
-		       (unsigned long long)rp->view.sites.overflowed);
+		export_torch_json(&rp->view.torch, &rp->view.sites, stdout);
+		print_totals_json(rp);
 	} else {
-		char b[16];
-
-		printf("%zu call sites, %llu GPU calls, %s of host memory still held, "
-		       "%llu records lost\n", rp->view.sites.n,
-		       (unsigned long long)sm->records,
-		       fmt_bytes(sm->table.host_bytes, b, sizeof(b)),
-		       (unsigned long long)rp->view.dropped);
-		export_torch_text(&rp->view.torch, &rp->view.sites, stdout);
+		print_totals_text(rp);
 	}
 	fflush(stdout);
 	free(v);
@@ -460,14 +451,8 @@ static const struct replay_hooks file_hooks = {
 
 static int report_file(struct report *rp)
 {
-	const struct replay_opts o = {
-		.pids = rp->ao.pids,
-		.n_pids = rp->ao.n_pids,
-		.platform_given = rp->platform_given,
-		.platform = rp->ao.platform,
-		.hooks = &file_hooks,
-		.ctx = rp,
-	};
+	const struct replay_opts o = cli__replay_opts(&rp->ao, rp->platform_given,
+						      &file_hooks, rp);
 
 	if (replay_view__load(&rp->view, rp->file, &o))
 		return 1;
@@ -535,10 +520,8 @@ int cmd_report(int argc, char **argv)
 
 	memset(&rp, 0, sizeof(rp));
 	err = parse_args(&rp, argc, argv);
-	if (err) {
-		attach_opts__free(&rp.ao);
-		return err > 0 ? 0 : 2;
-	}
+	if (err)
+		return cli__exit(&rp.ao, err);
 	replay_view__init(&rp.view, page__size());
 	code = rp.file ? report_file(&rp) : report_live(&rp);
 	replay_view__free(&rp.view);

@@ -4,14 +4,13 @@
  * file, through pidfds and their cgroup.freeze files.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "attach/opts.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "guard/action.h"
 #include "guard/pin.h"
@@ -20,8 +19,6 @@
 #include "lib/log.h"
 #include "lib/procfs.h"
 #include "lib/units.h"
-
-enum { OPT_STATE_FILE = 0x100 };
 
 void resume_usage(FILE *f)
 {
@@ -113,62 +110,77 @@ static int resume_all(const struct guard_status *st)
 	return failed;
 }
 
-int cmd_resume(int argc, char **argv)
+struct resume_args {
+	const char *path;
+	bool all;
+};
+
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct resume_args *a = ctx;
+
+	(void)arg;
+	if (opt == 'a')
+		a->all = true;
+	return 0;
+}
+
+/* PID... or --all, each PID checked before any is resumed. */
+static int parse_args(struct resume_args *a, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
 		{ "all", no_argument, NULL, 'a' },
-		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	const char *path = GUARD_STATE_DEFAULT;
-	struct guard_status *st;
-	bool all = false, have_state;
-	int opt, failed = 0, i;
+	const struct cli c = {
+		.name = "resume", .shortopts = "a", .longopts = opts, .in_order = true,
+		.state_file = &a->path, .usage = resume_usage, .option = option, .ctx = a,
+	};
 	long pid;
+	int err, i;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:ah", opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_STATE_FILE:
-			path = optarg;
-			break;
-		case 'a':
-			all = true;
-			break;
-		case 'h':
-			resume_usage(stdout);
-			return 0;
-		default:
-			attach_opts__bad_option("resume", opt, argv);
-			return 2;
-		}
-	}
-	if (all == (optind < argc)) {
+	a->path = GUARD_STATE_DEFAULT;
+	err = cli__parse(&c, argc, argv);
+	if (err)
+		return err;
+	if (a->all == (optind < argc)) {
 		elog("resume: give PID... or --all");
-		return 2;
+		return -EINVAL;
 	}
 	for (i = optind; i < argc; i++) {
 		if (parse_long(argv[i], 1, 0x7fffffff, &pid)) {
 			elog("resume: '%s' is not a process id", argv[i]);
-			return 2;
+			return -EINVAL;
 		}
 	}
+	return 0;
+}
+
+int cmd_resume(int argc, char **argv)
+{
+	struct resume_args a = {};
+	struct guard_status *st;
+	bool have_state;
+	int err, failed = 0, i;
+	long pid;
+
+	err = parse_args(&a, argc, argv);
+	if (err)
+		return cli__exit(NULL, err);
 	st = malloc(sizeof(*st));
 	if (!st) {
 		elog("out of memory");
 		return 1;
 	}
 	/* Without a state file single PIDs can still be continued. */
-	have_state = all ? !guard_state__load(path, st) : !guard_state__read(path, st);
-	if (all && !have_state) {
+	have_state = a.all ? !guard_state__load(a.path, st) : !guard_state__read(a.path, st);
+	if (a.all && !have_state) {
 		free(st);
 		return 1;
 	}
 	if (!have_state)
 		memset(st, 0, sizeof(*st));
-	if (all)
+	if (a.all)
 		failed = resume_all(st);
 	for (i = optind; i < argc; i++) {
 		parse_long(argv[i], 1, 0x7fffffff, &pid);

@@ -4,15 +4,15 @@
  * root-owned state file (no socket, no listener).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "attach/opts.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
+#include "cmd/json.h"
 #include "guard/action.h"
 #include "guard/pin.h"
 #include "guard/state.h"
@@ -21,8 +21,6 @@
 #include "lib/procfs.h"
 #include "lib/sys.h"
 #include "lib/units.h"
-
-enum { OPT_STATE_FILE = 0x100 };
 
 void status_usage(FILE *f)
 {
@@ -129,94 +127,83 @@ static void print_text(const struct guard_status *st, bool alive)
 		print_stopped(&st->stopped[i], now);
 }
 
-static void print_json_stopped(const struct guard_stopped *s)
+static void print_json_stopped(struct jsonw *w, const struct guard_stopped *s)
 {
-	printf("{\"pid\":%u,\"comm\":", s->pid);
-	json__string(stdout, s->comm);
-	printf(",\"action\":");
-	json__string(stdout, s->action);
-	printf(",\"reason\":");
-	json__string(stdout, s->reason);
-	printf(",\"since\":%lld,\"cgroup\":", (long long)s->when);
-	json__string(stdout, s->cgroup);
-	printf(",\"still_stopped\":%s}", guard_state__still_held(s) ? "true" : "false");
+	jsonw__object(w, NULL);
+	jsonw__u64(w, "pid", s->pid);
+	jsonw__str(w, "comm", s->comm);
+	jsonw__str(w, "action", s->action);
+	jsonw__str(w, "reason", s->reason);
+	jsonw__i64(w, "since", s->when);
+	jsonw__str(w, "cgroup", s->cgroup);
+	jsonw__bool(w, "still_stopped", guard_state__still_held(s));
+	jsonw__object_end(w);
 }
 
 static void print_json(const struct guard_status *st, bool alive)
 {
+	struct jsonw w;
 	size_t i;
 
-	printf("{\"running\":%s,\"kernel_armed\":%s,\"pid\":%u,\"started\":%lld,\"updated\":%lld,"
-	       "\"floor\":%llu,\"low\":%llu,\"drop\":%llu,\"auto_resume\":%llu,\"metric\":",
-	       alive ? "true" : "false",
-	       alive || guard_pins__armed(GUARD_PIN_DIR) ? "true" : "false",
-	       st->pid, (long long)st->started,
-	       (long long)st->updated, (unsigned long long)st->floor,
-	       (unsigned long long)st->low, (unsigned long long)st->drop,
-	       (unsigned long long)st->auto_resume);
-	json__string(stdout, st->metric);
-	printf(",\"action\":");
-	json__string(stdout, st->action);
-	printf(",\"dry_run\":%s,\"headroom\":%lld,"
-	       "\"metric_value\":%llu,\"samples\":%llu,\"checks\":%llu,"
-	       "\"kernel_stops\":%llu,\"policy_stops\":%llu,\"send_failed\":%llu,"
-	       "\"reclaims\":%llu,\"page_programs\":\"%s\",\"arm_margin\":%llu,"
-	       "\"arm_late_us\":%llu,\"arms\":%llu,\"memlock\":\"%s\","
-	       "\"helper_memlock\":\"%s\",\"resident_bytes\":%llu,\"stopped\":[",
-	       st->dry_run ? "true" : "false", (long long)st->headroom,
-	       (unsigned long long)st->metric_value, (unsigned long long)st->samples,
-	       (unsigned long long)st->checks, (unsigned long long)st->kernel_stops,
-	       (unsigned long long)st->policy_stops, (unsigned long long)st->send_failed,
-	       (unsigned long long)st->reclaims,
-	       st->pages_always ? "always" : st->pages_on ? "attached" : "detached",
-	       (unsigned long long)st->arm_margin,
-	       (unsigned long long)st->arm_late_us,
-	       (unsigned long long)st->arms, mem_lock__name((enum mem_lock)st->memlock),
-	       mem_lock__name((enum mem_lock)st->helper_memlock),
-	       (unsigned long long)st->resident_bytes);
-	for (i = 0; i < st->n_stopped; i++) {
-		if (i)
-			putchar(',');
-		print_json_stopped(&st->stopped[i]);
-	}
-	printf("]}\n");
+	jsonw__open(&w, stdout);
+	jsonw__bool(&w, "running", alive);
+	jsonw__bool(&w, "kernel_armed", alive || guard_pins__armed(GUARD_PIN_DIR));
+	jsonw__u64(&w, "pid", st->pid);
+	jsonw__i64(&w, "started", st->started);
+	jsonw__i64(&w, "updated", st->updated);
+	jsonw__u64(&w, "floor", st->floor);
+	jsonw__u64(&w, "low", st->low);
+	jsonw__u64(&w, "drop", st->drop);
+	jsonw__u64(&w, "auto_resume", st->auto_resume);
+	jsonw__str(&w, "metric", st->metric);
+	jsonw__str(&w, "action", st->action);
+	jsonw__bool(&w, "dry_run", st->dry_run);
+	jsonw__i64(&w, "headroom", st->headroom);
+	jsonw__u64(&w, "metric_value", st->metric_value);
+	jsonw__u64(&w, "samples", st->samples);
+	jsonw__u64(&w, "checks", st->checks);
+	jsonw__u64(&w, "kernel_stops", st->kernel_stops);
+	jsonw__u64(&w, "policy_stops", st->policy_stops);
+	jsonw__u64(&w, "send_failed", st->send_failed);
+	jsonw__u64(&w, "reclaims", st->reclaims);
+	jsonw__str(&w, "page_programs",
+		   st->pages_always ? "always" : st->pages_on ? "attached" : "detached");
+	jsonw__u64(&w, "arm_margin", st->arm_margin);
+	jsonw__u64(&w, "arm_late_us", st->arm_late_us);
+	jsonw__u64(&w, "arms", st->arms);
+	jsonw__str(&w, "memlock", mem_lock__name((enum mem_lock)st->memlock));
+	jsonw__str(&w, "helper_memlock", mem_lock__name((enum mem_lock)st->helper_memlock));
+	jsonw__u64(&w, "resident_bytes", st->resident_bytes);
+	jsonw__array(&w, "stopped");
+	for (i = 0; i < st->n_stopped; i++)
+		print_json_stopped(&w, &st->stopped[i]);
+	jsonw__array_end(&w);
+	jsonw__close(&w);
+}
+
+static int parse_args(const char **path, bool *json, int argc, char **argv)
+{
+	const struct cli c = {
+		.name = "status", .in_order = true, .json = json, .state_file = path,
+		.usage = status_usage,
+	};
+	int err;
+
+	*path = GUARD_STATE_DEFAULT;
+	err = cli__parse(&c, argc, argv);
+	return err ? err : cli__no_operands("status", argc, argv);
 }
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *path = GUARD_STATE_DEFAULT;
+	const char *path;
 	struct guard_status *st;
 	bool json = false, alive;
-	int opt;
+	int err;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:jh", opts, NULL)) != -1) {
-		switch (opt) {
-		case OPT_STATE_FILE:
-			path = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			status_usage(stdout);
-			return 0;
-		default:
-			attach_opts__bad_option("status", opt, argv);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		elog("status: unexpected argument '%s'", argv[optind]);
-		return 2;
-	}
+	err = parse_args(&path, &json, argc, argv);
+	if (err)
+		return cli__exit(NULL, err);
 	st = malloc(sizeof(*st));
 	if (!st) {
 		elog("out of memory");

@@ -13,11 +13,11 @@
  * samples, where the host made an allocating task free memory itself.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attach/opts.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "model/cuda_api.h"
 #include "export/export.h"
@@ -32,8 +32,7 @@
 #define DEFAULT_BURST_MIN (64ULL << 20)
 
 enum {
-	OPT_FORCE = OPT_ATTACH__LAST,
-	OPT_BURST_MIN,
+	OPT_BURST_MIN = OPT_CLI__LAST,
 };
 
 /* One process's allocations since the last sample. */
@@ -87,66 +86,46 @@ void timeline_usage(FILE *f)
 "  -h, --help               show this help\n");
 }
 
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct tl_cmd *c = ctx;
+
+	switch (opt) {
+	case OPT_BURST_MIN:
+		if (parse_size(arg, &c->burst_min) || !c->burst_min) {
+			elog("invalid --burst-min '%s': expected a size, e.g. 64M", arg);
+			return -EINVAL;
+		}
+		return 0;
+	case 'p':
+	case OPT_PLATFORM:
+		if (attach_opts__parse(&c->ao, opt, arg) < 0)
+			return -EINVAL;
+		c->platform_given |= opt == OPT_PLATFORM;
+		return 0;
+	}
+	return 0;
+}
+
 static int parse_args(struct tl_cmd *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "burst-min", required_argument, NULL, OPT_BURST_MIN },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "platform", required_argument, NULL, OPT_PLATFORM },
-		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int opt;
+	const struct cli cl = {
+		.name = "timeline", .shortopts = "p:", .longopts = opts,
+		.output = &c->out_path, .force = &c->force, .usage = timeline_usage,
+		.option = option, .ctx = c,
+	};
+	int err;
 
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":o:p:h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'o':
-			if (!*optarg) {
-				elog("timeline: -o needs a file name");
-				return -EINVAL;
-			}
-			c->out_path = optarg;
-			break;
-		case OPT_FORCE:
-			c->force = true;
-			break;
-		case OPT_BURST_MIN:
-			if (parse_size(optarg, &c->burst_min) || !c->burst_min) {
-				elog("invalid --burst-min '%s': expected a size, e.g. 64M", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-		case OPT_PLATFORM:
-			if (attach_opts__parse(&c->ao, opt, optarg) < 0)
-				return -EINVAL;
-			c->platform_given |= opt == OPT_PLATFORM;
-			break;
-		case 'h':
-			timeline_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("timeline", opt, argv);
-		}
-	}
-	if (optind >= argc) {
-		elog("timeline: no recording given; see 'umtrace timeline --help'");
-		return -EINVAL;
-	}
-	if (optind + 1 < argc) {
-		elog("timeline: unexpected argument '%s'; give one recording", argv[optind + 1]);
-		return -EINVAL;
-	}
-	c->file = argv[optind];
-	if (!c->out_path) {
-		elog("timeline: no output given: -o OUT.svg ('-' for standard output)");
-		return -EINVAL;
-	}
-	return 0;
+	err = cli__parse(&cl, argc, argv);
+	if (err)
+		return err;
+	return cli__one_recording("timeline", argc, argv, &c->file, c->out_path, "OUT.svg");
 }
 
 /* A builder's error: -ENOSPC is counted by the timeline itself; keep the first other. */
@@ -347,24 +326,12 @@ static const struct replay_hooks hooks = {
 
 static int run(struct tl_cmd *c)
 {
-	const struct replay_opts o = {
-		.pids = c->ao.pids,
-		.n_pids = c->ao.n_pids,
-		.platform_given = c->platform_given,
-		.platform = c->ao.platform,
-		.hooks = &hooks,
-		.ctx = c,
-	};
+	const struct replay_opts o = cli__replay_opts(&c->ao, c->platform_given, &hooks, c);
 	struct out_file out;
-	int err;
 
 	/* Before the replay, which can take a while: a bad -o fails at once. */
-	err = out_file__open(&out, c->out_path, c->force);
-	if (err) {
-		elog("cannot create %s: %s%s", c->out_path, strerror(-err),
-		     err == -EEXIST ? " (--force replaces it)" : "");
+	if (cli__out_open(&out, c->out_path, c->force))
 		return 1;
-	}
 	if (replay_view__load(&c->rv, c->file, &o))
 		goto err_discard;
 	flush_bursts(c);	/* the calls after the last sample */
@@ -376,13 +343,8 @@ static int run(struct tl_cmd *c)
 		elog("%s: no host memory samples in the recording: nothing to draw", c->file);
 		goto err_discard;
 	}
-	err = export_timeline(&c->t, out.f);
-	if (!err)
-		err = out_file__commit(&out);
-	if (err) {
-		elog("cannot write %s: %s", out_file__name(&out), strerror(-err));
-		goto err_discard;
-	}
+	if (cli__out_commit(&out, export_timeline(&c->t, out.f)))
+		return 1;
 	if (c->bad_samples)
 		wlog("%s: %llu samples out of time order left out", c->file,
 		     (unsigned long long)c->bad_samples);
@@ -405,10 +367,8 @@ int cmd_timeline(int argc, char **argv)
 	attach_opts__init(&c.ao);
 	c.burst_min = DEFAULT_BURST_MIN;
 	err = parse_args(&c, argc, argv);
-	if (err) {
-		attach_opts__free(&c.ao);
-		return err > 0 ? 0 : 2;
-	}
+	if (err)
+		return cli__exit(&c.ao, err);
 	replay_view__init(&c.rv, page__size());
 	timeline__init(&c.t);
 	code = run(&c);

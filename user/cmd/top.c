@@ -4,7 +4,6 @@
  * one row per process, refreshed every interval.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include "attach/kthreads.h"
 #include "attach/opts.h"
 #include "attach/session.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
@@ -120,68 +120,55 @@ static int parse_sort(const char *s, enum top_sort *out)
 	return -EINVAL;
 }
 
+enum { OPT_ONCE = OPT_CLI__LAST };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct top *t = ctx;
+
+	switch (opt) {
+	case 's':
+		return parse_sort(arg, &t->sort);
+	case OPT_ONCE:
+		t->once = true;
+		return 0;
+	case 'b':
+		t->batch = true;
+		return 0;
+	case OPT_STATE_FILE:
+		if (!*arg) {
+			elog("--state-file needs a path");
+			return -EINVAL;
+		}
+		t->state_file = arg;
+		return 0;
+	}
+	return 0;
+}
+
 static int parse_args(struct top *t, int argc, char **argv)
 {
-	enum { OPT_ONCE = OPT_ATTACH__LAST, OPT_STATE_FILE };
 	static const struct option opts[] = {
-		ATTACH_LONG_OPTS,
-		{ "interval", required_argument, NULL, 'i' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
-		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int opt, r;
+	const struct cli c = {
+		.name = "top", .shortopts = "s:b", .longopts = opts, .ao = &t->ao,
+		.interval_ms = &t->interval_ms, .usage = top_usage, .option = option, .ctx = t,
+	};
+	int err;
 
 	attach_opts__init(&t->ao);
 	t->interval_ms = 1000;
 	t->state_file = GUARD_STATE_DEFAULT;
-	optind = 1;
-	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":" ATTACH_SHORT_OPTS "i:s:bh", opts, NULL)) != -1) {
-		r = attach_opts__parse(&t->ao, opt, optarg);
-		if (r < 0)
-			return -EINVAL;
-		if (r)
-			continue;
-		switch (opt) {
-		case 'i':
-			if (parse_duration_ms(optarg, &t->interval_ms) ||
-			    t->interval_ms < 100 || t->interval_ms > 3600000) {
-				elog("invalid --interval '%s': expected 100ms to 1h", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 's':
-			if (parse_sort(optarg, &t->sort))
-				return -EINVAL;
-			break;
-		case OPT_ONCE:
-			t->once = true;
-			break;
-		case 'b':
-			t->batch = true;
-			break;
-		case OPT_STATE_FILE:
-			if (!*optarg) {
-				elog("--state-file needs a path");
-				return -EINVAL;
-			}
-			t->state_file = optarg;
-			break;
-		case 'h':
-			top_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("top", opt, argv);
-		}
-	}
-	if (optind < argc) {
-		elog("top: unexpected argument '%s'", argv[optind]);
+	err = cli__parse(&c, argc, argv);
+	if (err)
+		return err;
+	if (cli__no_operands("top", argc, argv))
 		return -EINVAL;
-	}
 	if (t->once || !isatty(STDOUT_FILENO))
 		t->batch = true;
 	return 0;
@@ -589,10 +576,8 @@ int cmd_top(int argc, char **argv)
 	memset(&t, 0, sizeof(t));
 	pid_table__init(&t.growth, sizeof(struct growth));
 	err = parse_args(&t, argc, argv);
-	if (err) {
-		attach_opts__free(&t.ao);
-		return err > 0 ? 0 : 2;
-	}
+	if (err)
+		return cli__exit(&t.ao, err);
 	summary__init(&t.summary, page__size());
 	t.summary.forget_exited = true;	/* runs for days: jobs come and go */
 	torch_model__init(&t.torch, NULL);

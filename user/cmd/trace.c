@@ -4,18 +4,18 @@
  * calling thread took inside it, then a summary per process and entry point.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "attach/opts.h"
 #include "attach/proc_pages.h"
 #include "attach/session.h"
+#include "cmd/cli.h"
 #include "cmd/commands.h"
+#include "cmd/json.h"
 #include "export/output.h"
 #include "export/proc_pages_out.h"
 #include "export/summary_out.h"
-#include "lib/escape.h"
 #include "lib/log.h"
 #include "model/summary.h"
 
@@ -49,40 +49,20 @@ void trace_usage(FILE *f)
 
 static int parse_args(struct trace *t, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		ATTACH_LONG_OPTS,
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
+	const struct cli c = {
+		.name = "trace", .in_order = true, .ao = &t->ao, .json = &t->json,
+		.usage = trace_usage,
 	};
-	int opt, r;
+	int err;
 
 	attach_opts__init(&t->ao);
-	optind = 1;
-	opterr = 0;	/* one line of our own instead of getopt's two */
-	while ((opt = getopt_long(argc, argv, "+:" ATTACH_SHORT_OPTS "jh", opts, NULL)) != -1) {
-		r = attach_opts__parse(&t->ao, opt, optarg);
-		if (r < 0)
-			return -EINVAL;
-		if (r)
-			continue;
-		switch (opt) {
-		case 'j':
-			t->json = true;
-			break;
-		case 'h':
-			trace_usage(stdout);
-			return 1;
-		default:
-			return attach_opts__bad_option("trace", opt, argv);
-		}
-	}
+	err = cli__parse(&c, argc, argv);
+	if (err)
+		return err;
 	if (optind < argc)
 		t->cmd = &argv[optind];
-	if (t->cmd && t->ao.n_pids) {
-		elog("give either -p PID or a COMMAND, not both");
+	if (cli__pids_or_command(&t->ao, t->cmd))
 		return -EINVAL;
-	}
 	if (t->ao.n_libc10) {
 		elog("trace: --libc10: trace does not read PyTorch's allocator "
 		     "(top, report, record and guard do)");
@@ -95,11 +75,15 @@ static void on_proc_exit(void *ctx, const struct umt_proc_exit_rec *r)
 {
 	struct trace *t = ctx;
 
+	struct jsonw w;
+
 	if (t->json) {
-		printf("{\"ts_ns\":%llu,\"event\":\"exit\",\"pid\":%u,\"comm\":",
-		       (unsigned long long)r->ts_ns, r->pid);
-		json__string(stdout, r->comm);
-		fputs("}\n", stdout);
+		jsonw__open(&w, stdout);
+		jsonw__u64(&w, "ts_ns", r->ts_ns);
+		jsonw__str(&w, "event", "exit");
+		jsonw__u64(&w, "pid", r->pid);
+		jsonw__str(&w, "comm", r->comm);
+		jsonw__close(&w);
 	}
 	summary__proc_exit(&t->summary, r);
 }
@@ -119,15 +103,22 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 	summary__consume(&t->summary, r);
 }
 
-/* Without libcuda: the processes whose page counts moved since the last tick. */
-static void pages_changes(struct trace *t)
+/*
+ * Without libcuda: the processes whose page counts moved since the last
+ * tick (by change), or that took the most pages since the start (by total).
+ */
+static void print_pages(struct trace *t, enum proc_pages_order by)
 {
 	const struct proc_pages_row *rows;
 	size_t n;
 
-	if (proc_pages__refresh(&t->pages, PROC_PAGES_BY_CHANGE))
+	if (proc_pages__refresh(&t->pages, by))
 		return;
 	rows = proc_pages__rows(&t->pages, &n);
+	if (by == PROC_PAGES_BY_TOTAL) {
+		export_proc_pages_totals(rows, n, &t->clock, t->json, stdout);
+		return;
+	}
 	export_proc_pages_changes(rows, n, &t->clock, t->json, stdout);
 	proc_pages__mark(&t->pages);
 }
@@ -137,7 +128,7 @@ static void on_tick(void *ctx)
 	struct trace *t = ctx;
 
 	if (t->session.pages_mode)
-		pages_changes(t);
+		print_pages(t, PROC_PAGES_BY_CHANGE);
 	fflush(stdout);
 }
 
@@ -147,16 +138,24 @@ static const struct session_ops trace_ops = {
 	.on_tick = on_tick,
 };
 
-/* Without libcuda: the processes that took the most pages since the start. */
-static void pages_totals(struct trace *t)
+static void print_totals_json(const struct trace *t, const struct probe_stats *st)
 {
-	const struct proc_pages_row *rows;
-	size_t n;
+	const struct summary *sm = &t->summary;
+	struct jsonw w;
 
-	if (proc_pages__refresh(&t->pages, PROC_PAGES_BY_TOTAL))
-		return;
-	rows = proc_pages__rows(&t->pages, &n);
-	export_proc_pages_totals(rows, n, &t->clock, t->json, stdout);
+	jsonw__open(&w, stdout);
+	jsonw__str(&w, "event", "totals");
+	jsonw__u64(&w, "records", sm->records);
+	jsonw__u64(&w, "dropped", st->rec_dropped);
+	jsonw__u64(&w, "unmatched_frees", sm->unmatched_frees);
+	jsonw__u64(&w, "unfreed", sm->table.count);
+	jsonw__u64(&w, "unfreed_host_bytes", sm->table.host_bytes);
+	jsonw__u64(&w, "exits", sm->exits);
+	jsonw__u64(&w, "freed_at_exit", sm->exit_freed);
+	jsonw__u64(&w, "freed_at_exit_host_bytes", sm->exit_freed_host);
+	jsonw__u64(&w, "storage_failed", st->storage_failed);
+	jsonw__u64(&w, "untracked", sm->table.refused + sm->rows_refused + sm->procs_refused);
+	jsonw__close(&w);
 }
 
 static void print_summary(struct trace *t)
@@ -165,25 +164,10 @@ static void print_summary(struct trace *t)
 
 	session__stats(&t->session, &st);
 	if (t->session.pages_mode)
-		pages_totals(t);
+		print_pages(t, PROC_PAGES_BY_TOTAL);
 	if (t->json) {
 		export_summary_json(&t->summary, stdout);
-		printf("{\"event\":\"totals\",\"records\":%llu,\"dropped\":%llu,"
-		       "\"unmatched_frees\":%llu,\"unfreed\":%zu,"
-		       "\"unfreed_host_bytes\":%llu,\"exits\":%llu,"
-		       "\"freed_at_exit\":%llu,\"freed_at_exit_host_bytes\":%llu,"
-		       "\"storage_failed\":%llu,\"untracked\":%llu}\n",
-		       (unsigned long long)t->summary.records,
-		       (unsigned long long)st.rec_dropped,
-		       (unsigned long long)t->summary.unmatched_frees,
-		       t->summary.table.count,
-		       (unsigned long long)t->summary.table.host_bytes,
-		       (unsigned long long)t->summary.exits,
-		       (unsigned long long)t->summary.exit_freed,
-		       (unsigned long long)t->summary.exit_freed_host,
-		       (unsigned long long)st.storage_failed,
-		       (unsigned long long)(t->summary.table.refused + t->summary.rows_refused +
-					    t->summary.procs_refused));
+		print_totals_json(t, &st);
 	} else if (!t->session.pages_mode || t->summary.records) {
 		export_summary_text(&t->summary, stdout);
 		printf("%llu GPU calls traced, %llu records lost to a full ring buffer\n",
@@ -206,10 +190,8 @@ int cmd_trace(int argc, char **argv)
 
 	memset(&t, 0, sizeof(t));
 	err = parse_args(&t, argc, argv);
-	if (err) {
-		attach_opts__free(&t.ao);
-		return err > 0 ? 0 : 2;
-	}
+	if (err)
+		return cli__exit(&t.ao, err);
 	output__clock_init(&t.clock);
 	summary__init(&t.summary, t.clock.page_size);
 	platform__init(&t.summary.platform, t.ao.platform);

@@ -38,23 +38,24 @@ enum key {
 
 static const struct {
 	const char *name;
-	bool repeat;	/* a list: each line adds to it */
+	bool repeat;		/* a list: each line adds to it */
+	const char *choices;	/* a word of these (set_choice()), for the message */
 } keys[K__COUNT] = {
 	[K_FLOOR] = { "floor" },
 	[K_LOW] = { "low" },
 	[K_DROP] = { "drop" },
-	[K_METRIC] = { "metric" },
-	[K_ACTION] = { "action" },
+	[K_METRIC] = { "metric", .choices = "available or free" },
+	[K_ACTION] = { "action", .choices = "stop or freeze" },
 	[K_SCOPE] = { "scope" },
 	[K_PROTECT] = { "protect", true },
-	[K_DRY_RUN] = { "dry_run" },
-	[K_TORCH] = { "torch" },
+	[K_DRY_RUN] = { "dry_run", .choices = "true or false" },
+	[K_TORCH] = { "torch", .choices = "true or false" },
 	[K_AUTO_RESUME] = { "auto_resume" },
 	[K_ON_STOP] = { "on_stop" },
 	[K_POSTMORTEM_DIR] = { "postmortem_dir" },
 	[K_METRICS_FILE] = { "metrics_file" },
 	[K_LIBCUDA] = { "libcuda", true },
-	[K_PAGE_PROGRAMS] = { "page_programs" },
+	[K_PAGE_PROGRAMS] = { "page_programs", .choices = "auto or always" },
 };
 
 
@@ -111,13 +112,20 @@ static int parse_bool(const char *v, bool *out)
  * depend on it: paths in the file are absolute. The command line may be
  * relative to where it was typed.
  */
-static int set_path(char **slot, const char *v, bool cli, const char *name, char *err,
-		    size_t errlen)
+static int check_path(const char *v, bool cli, const char *name, char *err, size_t errlen)
 {
 	if (!cli && v[0] != '/') {
 		errbuf__set(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+static int set_path(char **slot, const char *v, bool cli, const char *name, char *err,
+		    size_t errlen)
+{
+	if (check_path(v, cli, name, err, errlen))
+		return -EINVAL;
 	return set_string(slot, v, name, err, errlen);
 }
 
@@ -127,10 +135,8 @@ static int add_libcuda(struct guard_config *cfg, const char *v, bool cli, const 
 	char **list;
 	size_t i;
 
-	if (!cli && v[0] != '/') {
-		errbuf__set(err, errlen, "invalid %s '%s': expected an absolute path", name, v);
+	if (check_path(v, cli, name, err, errlen))
 		return -EINVAL;
-	}
 	if (cli && !cfg->cli_libcuda) {
 		for (i = 0; i < cfg->n_libcuda; i++)
 			free(cfg->libcuda[i]);
@@ -151,11 +157,44 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Where a threshold key's value is kept, as written. */
+static char **threshold_of(struct guard_config *cfg, enum key k)
+{
+	if (k == K_FLOOR)
+		return &cfg->floor;
+	if (k == K_LOW)
+		return &cfg->low;
+	return k == K_DROP ? &cfg->drop : &cfg->auto_resume;
+}
+
+/* A key whose value is one of a few words: 0, -EINVAL for another word, 1 for another key. */
+static int set_choice(struct guard_config *cfg, enum key k, const char *v)
+{
+	switch (k) {
+	case K_METRIC:
+		return guard_metric__parse(v, &cfg->metric) ? -EINVAL : 0;
+	case K_ACTION:
+		return guard_act__parse(v, &cfg->action) ? -EINVAL : 0;
+	case K_TORCH:
+		return parse_bool(v, &cfg->torch);
+	case K_DRY_RUN:
+		return parse_bool(v, &cfg->dry_run);
+	case K_PAGE_PROGRAMS:
+		if (strcmp(v, "auto") && strcmp(v, "always"))
+			return -EINVAL;
+		cfg->pages_always = !strcmp(v, "always");
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, char *err,
 		 size_t errlen)
 {
 	char name[32];
 	size_t i, len;
+	int ret;
 
 	/* "floor" in the file, "--floor" on the command line. */
 	snprintf(name, sizeof(name), "%s%s", cli ? "--" : "", keys[k].name);
@@ -166,51 +205,27 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		errbuf__set(err, errlen, "invalid %s: empty value", name);
 		return -EINVAL;
 	}
+	ret = set_choice(cfg, k, v);
+	if (ret < 0)
+		errbuf__set(err, errlen, "invalid %s '%s': expected %s", name, v, keys[k].choices);
+	if (ret <= 0)
+		return ret;
 	switch (k) {
-	case K_FLOOR:
-		return set_threshold(&cfg->floor, v, name, err, errlen);
-	case K_LOW:
-		return set_threshold(&cfg->low, v, name, err, errlen);
-	case K_DROP:
-		return set_threshold(&cfg->drop, v, name, err, errlen);
 	case K_AUTO_RESUME:
 		if (!strcmp(v, "off")) {
 			free(cfg->auto_resume);
 			cfg->auto_resume = NULL;
 			return 0;
 		}
-		return set_threshold(&cfg->auto_resume, v, name, err, errlen);
-	case K_METRIC:
-		if (!guard_metric__parse(v, &cfg->metric))
-			return 0;
-		errbuf__set(err, errlen, "invalid %s '%s': expected available or free", name, v);
-		return -EINVAL;
-	case K_ACTION:
-		if (!guard_act__parse(v, &cfg->action))
-			return 0;
-		errbuf__set(err, errlen, "invalid %s '%s': expected stop or freeze", name, v);
-		return -EINVAL;
+		/* fall through */
+	case K_FLOOR:
+	case K_LOW:
+	case K_DROP:
+		return set_threshold(threshold_of(cfg, k), v, name, err, errlen);
 	case K_SCOPE:
 		return guard_scope__parse(&cfg->scope, v, name, err, errlen);
 	case K_PROTECT:
 		return protect__add(&cfg->protect, v, name, err, errlen);
-	case K_TORCH:
-		if (!parse_bool(v, &cfg->torch))
-			return 0;
-		errbuf__set(err, errlen, "invalid %s '%s': expected true or false", name, v);
-		return -EINVAL;
-	case K_PAGE_PROGRAMS:
-		if (!strcmp(v, "auto") || !strcmp(v, "always")) {
-			cfg->pages_always = !strcmp(v, "always");
-			return 0;
-		}
-		errbuf__set(err, errlen, "invalid %s '%s': expected auto or always", name, v);
-		return -EINVAL;
-	case K_DRY_RUN:
-		if (!parse_bool(v, &cfg->dry_run))
-			return 0;
-		errbuf__set(err, errlen, "invalid %s '%s': expected true or false", name, v);
-		return -EINVAL;
 	case K_ON_STOP:
 		return set_string(&cfg->on_stop, v, name, err, errlen);
 	case K_POSTMORTEM_DIR:
@@ -226,7 +241,7 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		return set_path(&cfg->metrics_file, v, cli, name, err, errlen);
 	case K_LIBCUDA:
 		return add_libcuda(cfg, v, cli, name, err, errlen);
-	case K__COUNT:
+	default:
 		break;
 	}
 	return -EINVAL;

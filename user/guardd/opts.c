@@ -18,55 +18,78 @@
 #include "lib/units.h"
 
 enum {
-	OPT_FLOOR = OPT_ATTACH__LAST,
-	OPT_LOW,
-	OPT_DROP,
-	OPT_METRIC,
-	OPT_ACTION,
-	OPT_SCOPE,
-	OPT_PROTECT,
-	OPT_AUTO_RESUME,
-	OPT_ON_STOP,
-	OPT_POSTMORTEM,
-	OPT_METRICS_FILE,
-	OPT_STATE_FILE,
+	OPT_STATE_FILE = OPT_ATTACH__LAST,
 	OPT_CONFIG,
 	OPT_FLIGHT,
 	OPT_NO_PIN,
-	OPT_TORCH,
-	OPT_NO_TORCH,
-	OPT_PAGE_PROGRAMS,
+	OPT_KEY,		/* OPT_KEY + i: key_flags[i] */
 };
 
-static const struct option opts[] = {
-	ATTACH_LONG_OPTS,
-	{ "floor", required_argument, NULL, OPT_FLOOR },
-	{ "low", required_argument, NULL, OPT_LOW },
-	{ "drop", required_argument, NULL, OPT_DROP },
-	{ "metric", required_argument, NULL, OPT_METRIC },
-	{ "action", required_argument, NULL, OPT_ACTION },
-	{ "scope", required_argument, NULL, OPT_SCOPE },
-	{ "protect", required_argument, NULL, OPT_PROTECT },
-	{ "dry-run", no_argument, NULL, 'n' },
-	{ "auto-resume", required_argument, NULL, OPT_AUTO_RESUME },
-	{ "on-stop", required_argument, NULL, OPT_ON_STOP },
-	{ "postmortem-dir", required_argument, NULL, OPT_POSTMORTEM },
-	{ "metrics-file", required_argument, NULL, OPT_METRICS_FILE },
+/*
+ * The flags that set a guard_config key, as the file's line does: the
+ * flag's name is the key's, with '-' for '_', unless key says another.
+ */
+static const struct key_flag {
+	const char *name;
+	const char *value;	/* a flag that takes none: what it sets */
+	int val;		/* its short option; 0: OPT_KEY + its index */
+	const char *key;
+} key_flags[] = {
+	{ .name = "floor" }, { .name = "low" }, { .name = "drop" }, { .name = "metric" },
+	{ .name = "action" }, { .name = "scope" }, { .name = "protect" },
+	{ .name = "dry-run", .value = "true", .val = 'n' }, { .name = "auto-resume" },
+	{ .name = "on-stop" }, { .name = "postmortem-dir" }, { .name = "metrics-file" },
+	{ .name = "torch", .value = "true" },
+	{ .name = "no-torch", .value = "false", .key = "torch" },
+	{ .name = "page-programs" },
+};
+
+#define N_KEY_FLAGS (sizeof(key_flags) / sizeof(key_flags[0]))
+
+static const struct option attach_opts[] = { ATTACH_LONG_OPTS };
+
+static const struct option daemon_opts[] = {
 	{ "state-file", required_argument, NULL, OPT_STATE_FILE },
 	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "flight-seconds", required_argument, NULL, OPT_FLIGHT },
 	{ "no-pin", no_argument, NULL, OPT_NO_PIN },
-	{ "torch", no_argument, NULL, OPT_TORCH },
-	{ "no-torch", no_argument, NULL, OPT_NO_TORCH },
-	{ "page-programs", required_argument, NULL, OPT_PAGE_PROGRAMS },
 	{ "help", no_argument, NULL, 'h' },
 	{}
 };
 
+#define N_OPTS (sizeof(attach_opts) / sizeof(attach_opts[0]) + N_KEY_FLAGS + \
+		sizeof(daemon_opts) / sizeof(daemon_opts[0]))
+
 #define SHORT_OPTS "+:" ATTACH_SHORT_OPTS "nh"
 
+static void build_opts(struct option *opts)
+{
+	const struct key_flag *f;
+	size_t n = 0, i;
+
+	for (i = 0; i < sizeof(attach_opts) / sizeof(attach_opts[0]); i++)
+		opts[n++] = attach_opts[i];
+	for (i = 0; i < N_KEY_FLAGS; i++) {
+		f = &key_flags[i];
+		opts[n++] = (struct option){ f->name, f->value ? no_argument : required_argument,
+					     NULL, f->val ? f->val : OPT_KEY + (int)i };
+	}
+	for (i = 0; i < sizeof(daemon_opts) / sizeof(daemon_opts[0]); i++)
+		opts[n++] = daemon_opts[i];
+}
+
+static const struct key_flag *key_flag(int opt)
+{
+	size_t i;
+
+	for (i = 0; i < N_KEY_FLAGS; i++)
+		if (opt == (key_flags[i].val ? key_flags[i].val : OPT_KEY + (int)i))
+			return &key_flags[i];
+	return NULL;
+}
+
 /* The file's settings go under the flags: find --config before the rest. */
-static int load_config(struct guard_opts *o, int argc, char **argv)
+static int load_config(struct guard_opts *o, const struct option *opts, int argc, char **argv)
 {
 	char err[512];
 	int opt;
@@ -84,31 +107,9 @@ static int load_config(struct guard_opts *o, int argc, char **argv)
 	return 0;
 }
 
-static const char *config_key(int opt)
+static int parse_flags(struct guard_opts *o, const struct option *opts, int argc, char **argv)
 {
-	switch (opt) {
-	case OPT_FLOOR: return "floor";
-	case OPT_LOW: return "low";
-	case OPT_DROP: return "drop";
-	case OPT_METRIC: return "metric";
-	case OPT_ACTION: return "action";
-	case OPT_SCOPE: return "scope";
-	case OPT_PROTECT: return "protect";
-	case 'n': return "dry_run";
-	case OPT_AUTO_RESUME: return "auto_resume";
-	case OPT_ON_STOP: return "on_stop";
-	case OPT_POSTMORTEM: return "postmortem_dir";
-	case OPT_METRICS_FILE: return "metrics_file";
-	case OPT_TORCH: return "torch";
-	case OPT_NO_TORCH: return "torch";
-	case OPT_PAGE_PROGRAMS: return "page_programs";
-	default: return NULL;
-	}
-}
-
-static int parse_flags(struct guard_opts *o, int argc, char **argv)
-{
-	const char *key;
+	const struct key_flag *f;
 	char err[512];
 	uint64_t v;
 	int opt, r;
@@ -121,10 +122,10 @@ static int parse_flags(struct guard_opts *o, int argc, char **argv)
 			return -EINVAL;
 		if (r)
 			continue;
-		key = config_key(opt);
-		if (key) {
-			if (guard_config__set(&o->cfg, key, opt == 'n' || opt == OPT_TORCH ? "true" :
-					      opt == OPT_NO_TORCH ? "false" : optarg, err, sizeof(err))) {
+		f = key_flag(opt);
+		if (f) {
+			if (guard_config__set(&o->cfg, f->key ? f->key : f->name,
+					      f->value ? f->value : optarg, err, sizeof(err))) {
 				elog("%s", err);
 				return -EINVAL;
 			}
@@ -205,6 +206,7 @@ static int resolve_protect(struct guard_opts *o)
 
 int guard_opts__parse(struct guard_opts *o, int argc, char **argv)
 {
+	struct option opts[N_OPTS];
 	struct numa_nodes nodes;
 	struct meminfo m;
 	char err[512];
@@ -214,9 +216,10 @@ int guard_opts__parse(struct guard_opts *o, int argc, char **argv)
 	guard_config__init(&o->cfg);
 	o->state_file = GUARD_STATE_DEFAULT;
 	o->flight_seconds = 300;
-	r = load_config(o, argc, argv);
+	build_opts(opts);
+	r = load_config(o, opts, argc, argv);
 	if (!r)
-		r = parse_flags(o, argc, argv);
+		r = parse_flags(o, opts, argc, argv);
 	if (r)
 		return r;
 	/* Percentages are of host RAM; session start reports bad nodes. */
