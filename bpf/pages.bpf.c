@@ -106,7 +106,7 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 	struct window *w = NULL;
 	bool device;
 
-	if (!busy && !count_outside && !count_kthreads && !guard_on)
+	if (!busy && !count_outside && !count_kthreads && !guard_conf.on)
 		return 0;
 	if (!page)
 		return 0;

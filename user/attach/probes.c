@@ -120,18 +120,18 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 {
 	int cpus = libbpf_num_possible_cpus();
 
-	skel->rodata->page_shift = page__shift();
+	skel->rodata->guard_conf.page_shift = page__shift();
 	bpf_program__set_autoload(skel->progs.guard_find_zones, g && g->on);
 	bpf_program__set_autoload(skel->progs.guard_look, g && g->on);
 	if (!g)
 		return;
-	skel->rodata->guard_on = g->on;
-	skel->rodata->guard_dry_run = g->dry_run;
+	skel->rodata->guard_conf.on = g->on;
+	skel->rodata->guard_conf.dry_run = g->dry_run;
 	skel->rodata->meter_free_only = g->metric_free;
-	skel->rodata->guard_scope = g->scope;
-	skel->rodata->guard_self = (uint32_t)getpid();
-	skel->rodata->guard_nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
-	skel->rodata->guard_cost_apis = g->cost_apis;
+	skel->rodata->guard_conf.scope = g->scope;
+	skel->rodata->guard_conf.self = (uint32_t)getpid();
+	skel->rodata->guard_conf.nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	skel->rodata->guard_conf.cost_apis = g->cost_apis;
 }
 
 int probes__load(struct probes *p, const struct probe_cfg *cfg)
