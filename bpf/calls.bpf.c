@@ -44,6 +44,9 @@ static __always_inline void load_args(struct window *args, struct pt_regs *ctx)
 	args->args[4] = PT_REGS_PARM5(ctx);
 }
 
+_Static_assert(UMT_ARG_NONE >= 5, "UMT_ARG_NONE must name no register");
+
+/* Argument i, or 0 past the five registers (UMT_ARG_NONE among them). */
 static __always_inline __u64 arg_of(const struct window *args, unsigned int i)
 {
 	if (i >= 5)
@@ -57,32 +60,19 @@ static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
 	unsigned int i;
 
 	load_args(w, ctx);
-	w->out_ptr = 0;
-	w->handle = 0;
-	w->size = 0;
-	w->flags = 0;
-	w->aux = 0;
-	i = UMT_CK_OUT(ck);
-	if (i != UMT_ARG_NONE)
-		w->out_ptr = arg_of(w, i);
-	i = UMT_CK_HANDLE(ck);
-	if (i != UMT_ARG_NONE)
-		w->handle = arg_of(w, i);
-	i = UMT_CK_SIZE(ck);
-	if (i != UMT_ARG_NONE)
-		w->size = arg_of(w, i);
+	/* An argument not present (UMT_ARG_NONE) reads as 0: see arg_of. */
+	w->out_ptr = arg_of(w, UMT_CK_OUT(ck));
+	w->handle = arg_of(w, UMT_CK_HANDLE(ck));
+	w->size = arg_of(w, UMT_CK_SIZE(ck));
 	if (ck & UMT_CK_SIZE32)
 		w->size = (__u32)w->size;
+	/* A second size factor: absent, it is not a factor of 0. */
 	i = UMT_CK_SIZE2(ck);
 	if (i != UMT_ARG_NONE)
 		w->size *= (ck & UMT_CK_SIZE32) ? (__u32)arg_of(w, i) :
 						   arg_of(w, i);
-	i = UMT_CK_FLAGS(ck);
-	if (i != UMT_ARG_NONE)
-		w->flags = arg_of(w, i);
-	i = UMT_CK_AUX(ck);
-	if (i != UMT_ARG_NONE)
-		w->aux = arg_of(w, i);
+	w->flags = arg_of(w, UMT_CK_FLAGS(ck));
+	w->aux = arg_of(w, UMT_CK_AUX(ck));
 	if (ck & UMT_CK_HANDLE32)
 		w->handle = (__u32)w->handle;
 }
@@ -255,9 +245,8 @@ int BPF_KPROBE(gpu_call_entry)
 SEC("uretprobe")
 int BPF_KRETPROBE(gpu_call_return)
 {
-	struct window *w;
+	struct window *w = thread_window();
 
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (!w || !w->depth)
 		return 0;
 	if (w->depth > 1) {

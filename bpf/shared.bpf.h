@@ -132,6 +132,12 @@ static __always_inline void *rec_reserve(__u64 size)
 	return r;
 }
 
+/* The current thread's window storage, open or not; NULL: it has none. */
+static __always_inline struct window *thread_window(void)
+{
+	return bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+}
+
 /* The window of the current thread, if a GPU call is in flight on it. */
 static __always_inline struct window *current_window(void)
 {
@@ -139,7 +145,7 @@ static __always_inline struct window *current_window(void)
 
 	if (!READ_ONCE(open_windows))
 		return NULL;
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	w = thread_window();
 	if (!w || !w->depth)
 		return NULL;
 	return w;
