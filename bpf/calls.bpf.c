@@ -238,7 +238,7 @@ int BPF_KPROBE(gpu_call_entry)
 		bpf_ringbuf_submit(us, submit_flags());
 	}
 	w->depth = 1;
-	__sync_fetch_and_add(&open_windows, 1);
+	__sync_fetch_and_add(&trace_state.open_windows, 1);
 	return 0;
 }
 

@@ -34,7 +34,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	bool ok = end == UMT_END_RETURNED && ret == 0;
 
 	w->depth = 0;
-	__sync_fetch_and_add(&open_windows, -1);
+	__sync_fetch_and_add(&trace_state.open_windows, -1);
 	guard_release(&w->reserved);
 	if (ok && w->out_ptr)
 		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);

@@ -17,14 +17,14 @@ static __always_inline void close_on(struct task_struct *task, __u32 end)
 {
 	struct window *w;
 
-	if (!READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
+	if (!READ_ONCE(trace_state.open_windows) && !READ_ONCE(managed_state.faults_pending))
 		return;
 	w = bpf_task_storage_get(&windows, task, 0, 0);
 	if (!w)
 		return;
 	if (w->fault_base) {
 		w->fault_base = 0;
-		__sync_fetch_and_add(&faults_pending, -1);
+		__sync_fetch_and_add(&managed_state.faults_pending, -1);
 	}
 	if (w->depth)
 		close_window(w, end, 0);
@@ -67,7 +67,7 @@ int BPF_PROG(task_exit, struct task_struct *task)
 	if (BPF_CORE_READ(task, signal, live.counter))
 		return 0;
 	report_proc_exit(task, tgid);
-	if (filter_pids)
+	if (trace_conf.filter_pids)
 		bpf_map_delete_elem(&traced_pids, &tgid);
 	return 0;
 }
@@ -99,7 +99,10 @@ int BPF_PROG(task_exec, struct task_struct *task)
 	return 0;
 }
 
-/* Children of traced processes are traced too (only with filter_pids). */
+/*
+ * Children of traced processes are traced too (only with
+ * trace_conf.filter_pids).
+ */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child)
 {

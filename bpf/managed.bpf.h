@@ -53,8 +53,8 @@ struct managed_allocs_map {
 };
 extern struct managed_allocs_map managed_allocs SEC(".maps");
 
-extern __s64 managed_live;	/* live managed allocations: the fault hook's gate */
-extern __s64 faults_pending;	/* threads with a managed fault not yet charged */
+/* How many allocations are live, faults pending (umtrace.h). */
+extern struct umt_managed_state managed_state;
 
 /*
  * The thread faulted on managed memory: its next user data page (page
@@ -67,7 +67,7 @@ static __always_inline void charge_fault(struct window *w, unsigned int order)
 
 	k.addr = w->fault_base;
 	w->fault_base = 0;
-	__sync_fetch_and_add(&faults_pending, -1);
+	__sync_fetch_and_add(&managed_state.faults_pending, -1);
 	a = bpf_map_lookup_elem(&managed_allocs, &k);
 	if (a)
 		__sync_fetch_and_add(&a->pages, 1ULL << order);
@@ -149,7 +149,7 @@ static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size,
 		return;
 	bpf_map_update_elem(&managed_allocs, &k, &a, BPF_ANY);
 	index_chunks(tgid, base, size, true);
-	__sync_fetch_and_add(&managed_live, 1);
+	__sync_fetch_and_add(&managed_state.live, 1);
 }
 
 /*
@@ -165,7 +165,7 @@ static __always_inline void managed_unregister(struct window *w, __u32 tgid)
 
 	w->freed_size = 0;
 	w->freed_pages = 0;
-	if (!track_managed || !(w->cookie & UMT_CK_FREE) || !READ_ONCE(managed_live))
+	if (!track_managed || !(w->cookie & UMT_CK_FREE) || !READ_ONCE(managed_state.live))
 		return;
 	a = bpf_map_lookup_elem(&managed_allocs, &k);
 	if (!a)
@@ -174,7 +174,7 @@ static __always_inline void managed_unregister(struct window *w, __u32 tgid)
 	w->freed_size = a->size;
 	bpf_map_delete_elem(&managed_allocs, &k);
 	index_chunks(tgid, k.addr, w->freed_size, false);
-	__sync_fetch_and_add(&managed_live, -1);
+	__sync_fetch_and_add(&managed_state.live, -1);
 }
 
 /*
@@ -185,7 +185,7 @@ static long forget_managed_alloc(struct bpf_map *map, struct umt_managed_key *k,
 				 void *value, __u32 *tgid)
 {
 	if (k->tgid == *tgid && !bpf_map_delete_elem(map, k))
-		__sync_fetch_and_add(&managed_live, -1);
+		__sync_fetch_and_add(&managed_state.live, -1);
 	return 0;
 }
 
@@ -200,7 +200,7 @@ static long forget_managed_chunk(struct bpf_map *map, struct umt_managed_key *k,
 /* Managed memory the process never freed goes with it. */
 static __always_inline void forget_managed(__u32 tgid)
 {
-	if (!track_managed || !READ_ONCE(managed_live))
+	if (!track_managed || !READ_ONCE(managed_state.live))
 		return;
 	bpf_for_each_map_elem(&managed_allocs, forget_managed_alloc, &tgid, 0);
 	bpf_for_each_map_elem(&managed_chunks, forget_managed_chunk, &tgid, 0);

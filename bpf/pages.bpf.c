@@ -101,7 +101,8 @@ static __always_inline void count_outside_call(__u64 pages, bool freed)
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
-	bool busy = READ_ONCE(open_windows) || READ_ONCE(faults_pending);
+	bool busy = READ_ONCE(trace_state.open_windows) ||
+		    READ_ONCE(managed_state.faults_pending);
 	__u64 pages = 1ULL << order, unreserved = pages;
 	struct window *w = NULL;
 	bool device;

@@ -350,6 +350,39 @@ struct umt_meter_zone {
 };
 
 /*
+ * The globals every program file reads (bpf/shared.bpf.c): settings, in
+ * .rodata, set before load...
+ */
+struct umt_trace_conf {
+	__u8 filter_pids;	/* only traced_pids' processes */
+	__u8 pad[7];
+	/*
+	 * Wake the reader only once this much is waiting (0: every record).
+	 * The reader polls with a timeout anyway; a wake-up per record cost
+	 * more CPU than everything else umtrace does per call.
+	 */
+	__u64 wakeup_bytes;
+};
+
+/* ...and figures, in .bss, none of them touched per page. */
+struct umt_trace_state {
+	/*
+	 * Windows open right now, host-wide. The page hooks read it first so
+	 * that a host with no GPU call in flight pays one load per page and
+	 * nothing more. Written only at GPU call entry and exit.
+	 */
+	__s64 open_windows;
+	__u64 rec_total;	/* records reserved */
+	__u64 rec_dropped;	/* of them, not sent: the ring buffer was full */
+};
+
+/* Managed memory's figures (bpf/managed.bpf.c, in .bss). */
+struct umt_managed_state {
+	__s64 live;		/* live managed allocations: the fault hook's gate */
+	__s64 faults_pending;	/* threads with a managed fault not yet charged */
+};
+
+/*
  * The meter's globals (bpf/meter.bpf.c, in .bss): user space says which
  * nodes to search, guard_find_zones notes where their counters are.
  */
