@@ -63,8 +63,8 @@ LIB_OBJS := $(filter-out $(OUT)/user/cmd/%,$(USER_OBJS)) \
 # apart and linked into one object, one skeleton (bpf/shared.bpf.h). A file
 # comes after every file whose maps it uses: bookworm's libbpf (1.1) links a
 # map declared extern wrongly when its definition comes later.
-BPF_PARTS := $(patsubst %,$(OUT)/bpf/%.bpf.o,shared guard kthreads managed pages \
-	procpages torch libload calls)
+BPF_PARTS := $(patsubst %,$(OUT)/bpf/%.bpf.o,shared meter guard kthreads managed pages \
+	procpages torch libload calls lifetime)
 BPF_HDRS := $(wildcard bpf/*.h)
 SKEL := $(OUT)/umtrace.skel.h $(OUT)/libcuda_scan.skel.h
 

@@ -6,12 +6,10 @@
  * task-local storage; the matching uretprobe closes it and sends one record.
  * In between, every page the thread allocates or frees is counted in the
  * window (pages.bpf.c). Nothing crosses the ring buffer per page. A thread
- * that exits or execs inside a call closes its window there, and the last
- * thread of a process that made GPU calls reports the process's end.
+ * that exits or execs inside a call closes its window there
+ * (lifetime.bpf.c).
  */
-#include "guard.bpf.h"
-#include "managed.bpf.h"
-#include "torch.bpf.h"
+#include "calls.bpf.h"
 
 /* The smallest page size of x86 and arm64: user stacks end at its multiples. */
 #define UMT_PAGE_MIN 4096
@@ -37,7 +35,6 @@ __u64 ustack_skipped;	/* calls sent without their raw stack: buffer busy */
  * registers are copied once into the window (a map value, which may be
  * indexed) and picked from there.
  */
-
 static __always_inline void load_args(struct window *args, struct pt_regs *ctx)
 {
 	args->args[0] = PT_REGS_PARM1(ctx);
@@ -47,179 +44,14 @@ static __always_inline void load_args(struct window *args, struct pt_regs *ctx)
 	args->args[4] = PT_REGS_PARM5(ctx);
 }
 
+_Static_assert(UMT_ARG_NONE >= 5, "UMT_ARG_NONE must name no register");
+
+/* Argument i, or 0 past the five registers (UMT_ARG_NONE among them). */
 static __always_inline __u64 arg_of(const struct window *args, unsigned int i)
 {
 	if (i >= 5)
 		return 0;
 	return args->args[i];
-}
-
-static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
-{
-	__u64 v = 0;
-	__u32 v32 = 0;
-
-	if (!uptr)
-		return 0;
-	if (narrow) {
-		bpf_probe_read_user(&v32, sizeof(v32), (void *)uptr);
-		return v32;
-	}
-	bpf_probe_read_user(&v, sizeof(v), (void *)uptr);
-	return v;
-}
-
-struct chunk_ctx {
-	struct umt_managed_key k;
-	__u64 first;		/* chunk number of the allocation's base */
-	__u64 base;
-	bool add;
-};
-
-static void chunk_add(struct umt_managed_key *k, __u64 base)
-{
-	struct managed_chunk *c, fresh = { .base = { base, 0 } };
-
-	c = bpf_map_lookup_elem(&managed_chunks, k);
-	if (!c) {
-		if (!bpf_map_update_elem(&managed_chunks, k, &fresh, BPF_NOEXIST))
-			return;
-		/* Another thread indexed the same chunk first. */
-		c = bpf_map_lookup_elem(&managed_chunks, k);
-		if (!c)
-			return;
-	}
-	if (!c->base[0])
-		c->base[0] = base;
-	else if (!c->base[1])
-		c->base[1] = base;
-}
-
-static void chunk_remove(struct umt_managed_key *k, __u64 base)
-{
-	struct managed_chunk *c = bpf_map_lookup_elem(&managed_chunks, k);
-
-	if (!c)
-		return;
-	if (c->base[0] == base)
-		c->base[0] = 0;
-	if (c->base[1] == base)
-		c->base[1] = 0;
-	if (!c->base[0] && !c->base[1])
-		bpf_map_delete_elem(&managed_chunks, k);
-}
-
-/* One 2 MiB chunk of a managed range in or out of the index. */
-static long chunk_step(__u32 i, struct chunk_ctx *c)
-{
-	c->k.addr = c->first + i;
-	if (c->add)
-		chunk_add(&c->k, c->base);
-	else
-		chunk_remove(&c->k, c->base);
-	return 0;
-}
-
-/* bpf_loop: a range of thousands of chunks would be too much to unroll. */
-static __always_inline void index_chunks(__u32 tgid, __u64 base, __u64 size, bool add)
-{
-	struct chunk_ctx c = {
-		.k = { .tgid = tgid },
-		.first = base >> MANAGED_CHUNK_SHIFT,
-		.base = base,
-		.add = add,
-	};
-	__u64 n = ((base + size - 1) >> MANAGED_CHUNK_SHIFT) - c.first + 1;
-
-	bpf_loop(n < MANAGED_MAX_CHUNKS ? n : MANAGED_MAX_CHUNKS, chunk_step, &c, 0);
-}
-
-static __always_inline void managed_register(__u32 tgid, __u64 base, __u64 size,
-					     __u64 pages)
-{
-	struct umt_managed_key k = { .tgid = tgid, .addr = base };
-	struct umt_managed_alloc a = { .size = size, .pages = pages };
-
-	if (!base || !size)
-		return;
-	bpf_map_update_elem(&managed_allocs, &k, &a, BPF_ANY);
-	index_chunks(tgid, base, size, true);
-	__sync_fetch_and_add(&managed_live, 1);
-}
-
-/*
- * A free of a managed allocation, at its entry: forget it before the
- * driver can hand its addresses to another thread's allocation, which
- * would be registered under the same key and then forgotten in its place.
- * Its size and faulted pages wait in the window for the free's return.
- */
-static __always_inline void managed_unregister(struct window *w, __u32 tgid)
-{
-	struct umt_managed_key k = { .tgid = tgid, .addr = w->handle };
-	struct umt_managed_alloc *a;
-
-	w->freed_size = 0;
-	w->freed_pages = 0;
-	if (!track_managed || !(w->cookie & UMT_CK_FREE) || !READ_ONCE(managed_live))
-		return;
-	a = bpf_map_lookup_elem(&managed_allocs, &k);
-	if (!a)
-		return;
-	w->freed_pages = a->pages;
-	w->freed_size = a->size;
-	bpf_map_delete_elem(&managed_allocs, &k);
-	index_chunks(tgid, k.addr, w->freed_size, false);
-	__sync_fetch_and_add(&managed_live, -1);
-}
-
-/* Close the thread's outermost window and send its record. */
-static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
-{
-	struct umt_call_rec *r;
-	__u64 id = bpf_get_current_pid_tgid();
-
-	__u64 handle = w->handle, faulted = 0;
-	bool ok = end == UMT_END_RETURNED && ret == 0;
-
-	w->depth = 0;
-	__sync_fetch_and_add(&open_windows, -1);
-	guard_release(&w->reserved);
-	if (ok && w->out_ptr)
-		handle = read_user_handle(w->out_ptr, w->cookie & UMT_CK_HANDLE32);
-	/* Kept whether or not the record finds room in the ring buffer. */
-	if (track_managed && ok && (w->cookie & UMT_CK_MANAGED))
-		managed_register(id >> 32, handle, w->size, 0);
-	/* A free the driver failed leaves the allocation as it was. */
-	if (w->freed_size && end == UMT_END_RETURNED && ret)
-		managed_register(id >> 32, w->handle, w->freed_size, w->freed_pages);
-	else if (ok)
-		faulted = w->freed_pages;
-
-	r = rec_reserve(sizeof(*r));
-	if (!r)
-		return;
-	r->type = UMT_REC_CALL;
-	r->api = UMT_CK_API(w->cookie);
-	r->ts_ns = w->ts_ns;
-	r->duration_ns = bpf_ktime_get_ns() - w->ts_ns;
-	r->pid = id >> 32;
-	r->tid = (__u32)id;
-	r->size = w->size;
-	r->flags = w->flags;
-	r->handle = handle;
-	r->faulted_pages = faulted;
-	r->device_pages = w->device_pages;
-	r->aux = w->aux;
-	r->ret = ret;
-	r->end = end;
-	r->pages_taken = w->pages_taken;
-	r->pages_freed = w->pages_freed;
-	r->is_free = !!(w->cookie & UMT_CK_FREE);
-	r->stack_len = w->stack_len;
-	__builtin_memcpy(r->comm, w->comm, sizeof(r->comm));
-	__builtin_memcpy(r->pcomm, w->pcomm, sizeof(r->pcomm));
-	__builtin_memcpy(r->stack, w->stack, sizeof(r->stack));
-	bpf_ringbuf_submit(r, submit_flags());
 }
 
 static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
@@ -228,32 +60,19 @@ static __always_inline void fill_args(struct window *w, struct pt_regs *ctx,
 	unsigned int i;
 
 	load_args(w, ctx);
-	w->out_ptr = 0;
-	w->handle = 0;
-	w->size = 0;
-	w->flags = 0;
-	w->aux = 0;
-	i = UMT_CK_OUT(ck);
-	if (i != UMT_ARG_NONE)
-		w->out_ptr = arg_of(w, i);
-	i = UMT_CK_HANDLE(ck);
-	if (i != UMT_ARG_NONE)
-		w->handle = arg_of(w, i);
-	i = UMT_CK_SIZE(ck);
-	if (i != UMT_ARG_NONE)
-		w->size = arg_of(w, i);
+	/* An argument not present (UMT_ARG_NONE) reads as 0: see arg_of. */
+	w->out_ptr = arg_of(w, UMT_CK_OUT(ck));
+	w->handle = arg_of(w, UMT_CK_HANDLE(ck));
+	w->size = arg_of(w, UMT_CK_SIZE(ck));
 	if (ck & UMT_CK_SIZE32)
 		w->size = (__u32)w->size;
+	/* A second size factor: absent, it is not a factor of 0. */
 	i = UMT_CK_SIZE2(ck);
 	if (i != UMT_ARG_NONE)
 		w->size *= (ck & UMT_CK_SIZE32) ? (__u32)arg_of(w, i) :
 						   arg_of(w, i);
-	i = UMT_CK_FLAGS(ck);
-	if (i != UMT_ARG_NONE)
-		w->flags = arg_of(w, i);
-	i = UMT_CK_AUX(ck);
-	if (i != UMT_ARG_NONE)
-		w->aux = arg_of(w, i);
+	w->flags = arg_of(w, UMT_CK_FLAGS(ck));
+	w->aux = arg_of(w, UMT_CK_AUX(ck));
 	if (ck & UMT_CK_HANDLE32)
 		w->handle = (__u32)w->handle;
 }
@@ -419,16 +238,15 @@ int BPF_KPROBE(gpu_call_entry)
 		bpf_ringbuf_submit(us, submit_flags());
 	}
 	w->depth = 1;
-	__sync_fetch_and_add(&open_windows, 1);
+	__sync_fetch_and_add(&trace_state.open_windows, 1);
 	return 0;
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(gpu_call_return)
 {
-	struct window *w;
+	struct window *w = thread_window();
 
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (!w || !w->depth)
 		return 0;
 	if (w->depth > 1) {
@@ -436,135 +254,5 @@ int BPF_KRETPROBE(gpu_call_return)
 		return 0;
 	}
 	close_window(w, UMT_END_RETURNED, (__s32)PT_REGS_RC(ctx));
-	return 0;
-}
-
-static __always_inline void close_on(struct task_struct *task, __u32 end)
-{
-	struct window *w;
-
-	if (!READ_ONCE(open_windows) && !READ_ONCE(faults_pending))
-		return;
-	w = bpf_task_storage_get(&windows, task, 0, 0);
-	if (!w)
-		return;
-	if (w->fault_base) {
-		w->fault_base = 0;
-		__sync_fetch_and_add(&faults_pending, -1);
-	}
-	if (w->depth)
-		close_window(w, end, 0);
-}
-
-/*
- * Callbacks change nothing in their context: the verifier walks callback
- * iterations until their states converge, and a counter there never does.
- */
-static long forget_managed_alloc(struct bpf_map *map, struct umt_managed_key *k,
-				 void *value, __u32 *tgid)
-{
-	if (k->tgid == *tgid && !bpf_map_delete_elem(map, k))
-		__sync_fetch_and_add(&managed_live, -1);
-	return 0;
-}
-
-static long forget_managed_chunk(struct bpf_map *map, struct umt_managed_key *k,
-				 void *value, __u32 *tgid)
-{
-	if (k->tgid == *tgid)
-		bpf_map_delete_elem(map, k);
-	return 0;
-}
-
-/* Managed memory the process never freed goes with it. */
-static __always_inline void forget_managed(__u32 tgid)
-{
-	if (!track_managed || !READ_ONCE(managed_live))
-		return;
-	bpf_for_each_map_elem(&managed_allocs, forget_managed_alloc, &tgid, 0);
-	bpf_for_each_map_elem(&managed_chunks, forget_managed_chunk, &tgid, 0);
-}
-
-static __always_inline void report_proc_exit(struct task_struct *task, __u32 tgid)
-{
-	struct umt_proc_exit_rec *r;
-	struct umt_gpu_proc *p;
-	__u32 torch = 0;
-
-	p = bpf_map_lookup_elem(&gpu_procs, &tgid);
-	if (p)
-		torch = p->torch_devs;
-	if (bpf_map_delete_elem(&gpu_procs, &tgid))
-		return;	/* made no GPU call */
-	torch_forget(tgid, torch);
-	forget_managed(tgid);
-	r = rec_reserve(sizeof(*r));
-	if (!r)
-		return;
-	r->type = UMT_REC_PROC_EXIT;
-	r->pid = tgid;
-	r->ts_ns = bpf_ktime_get_ns();
-	bpf_probe_read_kernel_str(r->comm, sizeof(r->comm), task->group_leader->comm);
-	bpf_ringbuf_submit(r, submit_flags());
-}
-
-/*
- * A thread that dies inside a GPU call still gets its record. The last
- * thread out takes the process's GPU memory with it: do_exit() has already
- * dropped signal->live to zero for it when this fires.
- */
-SEC("tp_btf/sched_process_exit")
-int BPF_PROG(task_exit, struct task_struct *task)
-{
-	__u32 tgid = task->tgid;
-
-	close_on(task, UMT_END_EXITED);
-	if (BPF_CORE_READ(task, signal, live.counter))
-		return 0;
-	report_proc_exit(task, tgid);
-	if (filter_pids)
-		bpf_map_delete_elem(&traced_pids, &tgid);
-	return 0;
-}
-
-/*
- * execve drops pending return probes: close the window here instead.
- * Linux 6.10+: exec is about to tear down the old image, and a window
- * closed here does not count the old address space's pages being freed.
- */
-SEC("tp_btf/sched_prepare_exec")
-int BPF_PROG(task_prepare_exec, struct task_struct *task, struct linux_binprm *bprm)
-{
-	close_on(task, UMT_END_EXECED);
-	return 0;
-}
-
-/*
- * The old image is gone, and with it its CUDA context and everything the
- * driver allocated for it: to user space that is the old process's exit.
- */
-SEC("tp_btf/sched_process_exec")
-int BPF_PROG(task_exec, struct task_struct *task)
-{
-	__u32 tgid = task->tgid;
-
-	close_on(task, UMT_END_EXECED);
-	report_proc_exit(task, tgid);
-	guard_note_name(tgid, task->comm);
-	return 0;
-}
-
-/* Children of traced processes are traced too (only with filter_pids). */
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(task_fork, struct task_struct *parent, struct task_struct *child)
-{
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
-
-	if (ptgid == ctgid)
-		return 0;
-	if (!bpf_map_lookup_elem(&traced_pids, &ptgid))
-		return 0;
-	bpf_map_update_elem(&traced_pids, &ctgid, &one, BPF_ANY);
 	return 0;
 }

@@ -7,54 +7,18 @@
  */
 #include "guard.bpf.h"
 
-const volatile bool guard_on = false;
-const volatile bool guard_dry_run = false;
-const volatile __u32 guard_scope = UMT_SCOPE_GPU;
-const volatile __u32 guard_self = 0;
-const volatile __u32 page_shift = 12;
-const volatile __u32 guard_nr_cpus = 1;
-const volatile __u64 guard_cost_apis = 0;
-
-__s64 guard_anchor;
-__s64 guard_ceiling;
-__s64 guard_floor;
-__s64 guard_low;
-bool guard_armed;
-
-const volatile bool meter_free_only = false;
-struct umt_meter_zone meter_zones[UMT_GUARD_MAX_ZONES];
-__u32 meter_n_zones;
-__u64 meter_nodes[UMT_GUARD_MAX_NODES];
-__u32 meter_n_nodes;
-
-__s64 guard_meter_seen;
-__u32 guard_n_possible;
-__u64 guard_device_nodes;
-bool guard_exact;
-__u64 guard_sample_pages;
-
-__u32 guard_helper;
-__s64 guard_look_room;
-__u64 guard_daemon_ns;
-
-__s64 guard_net;
-__s64 guard_reserved;
-__u64 guard_checks;
-__u64 guard_stops;
-__u64 guard_send_failed;
-__u64 guard_reclaims;
-__u64 guard_kswapd_wakes;
-
-struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
+const volatile struct umt_guard_conf guard_conf = {
+	.scope = UMT_SCOPE_GPU,
+	.page_shift = 12,
+	.nr_cpus = 1,
+};
+struct umt_guard_state guard_state;
 
 struct guard_sent_map guard_sent SEC(".maps");
 struct guard_scope_pids_map guard_scope_pids SEC(".maps");
 struct guard_scope_comms_map guard_scope_comms SEC(".maps");
 struct guard_cgroup_map guard_cgroup SEC(".maps");
 struct guard_protect_map guard_protect SEC(".maps");
-
-struct umt_protect_cgroup guard_protect_cgroups[UMT_GUARD_MAX_PROTECT_CGROUPS];
-__u32 guard_n_protect_cgroups;
 
 /* include/uapi/linux/stat.h */
 #define GUARD_S_IWGRP	00020
@@ -63,12 +27,12 @@ __u32 guard_n_protect_cgroups;
 static __always_inline bool guard_protected_cgroup(void)
 {
 	struct umt_protect_cgroup *c;
-	__u32 i, n = READ_ONCE(guard_n_protect_cgroups);
+	__u32 i, n = READ_ONCE(guard_state.n_protect_cgroups);
 
 	for (i = 0; i < UMT_GUARD_MAX_PROTECT_CGROUPS; i++) {
 		if (i >= n)
 			break;
-		c = &guard_protect_cgroups[i];
+		c = &guard_state.protect_cgroups[i];
 		if (c->id && bpf_get_current_ancestor_cgroup_id(c->level) == c->id)
 			return true;
 	}
@@ -159,7 +123,7 @@ int BPF_PROG(direct_reclaim, int order, gfp_t gfp)
 SEC("tp_btf/mm_vmscan_wakeup_kswapd")
 int BPF_PROG(kswapd_wake, int nid, int zid, int order, gfp_t gfp)
 {
-	__sync_fetch_and_add(&guard_kswapd_wakes, 1);
+	__sync_fetch_and_add(&guard_state.kswapd_wakes, 1);
 	return 0;
 }
 
@@ -173,116 +137,6 @@ int BPF_PROG(task_rename, struct task_struct *task, const char *comm)
 }
 
 /*
- * Every host node's memory is reached from a memory cgroup: its per-node
- * part holds an LRU vector, and that knows its node once a page of the
- * node has been charged there. The root cgroup, found from the current
- * task's (user space runs this once, with BPF_PROG_TEST_RUN), has seen
- * every node's pages. No kernel data symbol is needed: kernels without
- * CONFIG_KALLSYMS_ALL have none. Read with CO-RE, since struct zone
- * changes with the kernel's configuration.
- */
-#define GUARD_MAX_CGROUP_DEPTH	32
-
-static __always_inline void *guard_memcg(void)
-{
-	struct task_struct *task = (void *)bpf_get_current_task();
-	struct css_set *cset = BPF_CORE_READ(task, cgroups);
-	struct cgroup_subsys_state *parent;
-	void *css = NULL;
-	int depth;
-	__u64 id;
-
-	if (!bpf_core_enum_value_exists(enum cgroup_subsys_id, memory_cgrp_id))
-		return NULL;
-	id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
-	if (!cset || bpf_probe_read_kernel(&css, sizeof(css), (void *)cset +
-					   bpf_core_field_offset(struct css_set, subsys) +
-					   id * sizeof(void *)) || !css)
-		return NULL;
-	for (depth = 0; depth < GUARD_MAX_CGROUP_DEPTH; depth++) {
-		parent = BPF_CORE_READ((struct cgroup_subsys_state *)css, parent);
-		if (!parent)
-			return css - bpf_core_field_offset(struct mem_cgroup, css);
-		css = parent;
-	}
-	return NULL;
-}
-
-/* Note one zone's counters; false when there is no room for them. */
-static __always_inline bool meter_note_zone(__u64 at)
-{
-	__u32 n = meter_n_zones;
-
-	if (n >= UMT_GUARD_MAX_ZONES)
-		return false;
-	meter_zones[n].free = at + bpf_core_field_offset(struct zone, vm_stat) +
-			      bpf_core_enum_value(enum zone_stat_item, NR_FREE_PAGES) *
-			      sizeof(long);
-	meter_zones[n].low = at + bpf_core_field_offset(struct zone, _watermark) +
-			     bpf_core_enum_value(enum zone_watermarks, WMARK_LOW) * sizeof(long);
-	meter_zones[n].boost = bpf_core_field_exists(struct zone, watermark_boost) ?
-			       at + bpf_core_field_offset(struct zone, watermark_boost) : 0;
-	meter_n_zones = n + 1;
-	return true;
-}
-
-/* Note a host node's counters and each of its zones that has pages. */
-static __always_inline bool meter_note_node(void *pgdat)
-{
-	__u64 zone_size = bpf_core_type_size(struct zone), nz, z, at;
-	__u32 n = meter_n_nodes;
-	long managed;
-
-	if (n >= UMT_GUARD_MAX_NODES)
-		return false;
-	meter_nodes[n] = (__u64)pgdat + bpf_core_field_offset(struct pglist_data, vm_stat);
-	meter_n_nodes = n + 1;
-	nz = bpf_core_enum_value(enum zone_type, __MAX_NR_ZONES);
-	for (z = 0; z < 8; z++) {
-		if (z >= nz)
-			break;
-		at = (__u64)pgdat + bpf_core_field_offset(struct pglist_data, node_zones) +
-		     z * zone_size;
-		managed = BPF_CORE_READ((struct zone *)at, managed_pages.counter);
-		if (managed > 0 && !meter_note_zone(at))
-			return false;
-	}
-	return true;
-}
-
-SEC("?raw_tp")
-int guard_find_zones(void *ctx)
-{
-	void *memcg = guard_memcg(), *pn, *pgdat;
-	__u64 nodes_at;
-	__u32 nid;
-	__s64 now;
-
-	meter_n_zones = meter_n_nodes = 0;
-	if (!memcg || !bpf_core_field_exists(struct lruvec, pgdat))
-		return 0;
-	nodes_at = (__u64)memcg + bpf_core_field_offset(struct mem_cgroup, nodeinfo);
-	for (nid = 0; nid < UMT_GUARD_MAX_NODES; nid++) {
-		if (nid >= guard_n_possible)
-			break;
-		if (guard_device_nodes & (1ULL << nid))
-			continue;
-		pn = NULL;
-		if (bpf_probe_read_kernel(&pn, sizeof(pn), (void *)(nodes_at + nid * sizeof(void *))) ||
-		    !pn)
-			continue;	/* a possible node not online */
-		pgdat = BPF_CORE_READ((struct mem_cgroup_per_node *)pn, lruvec.pgdat);
-		if (!pgdat || BPF_CORE_READ((struct pglist_data *)pgdat, node_id) != (int)nid)
-			continue;
-		if (!meter_note_node(pgdat))
-			break;
-	}
-	if (meter_now(&now))
-		guard_meter_seen = now;
-	return 0;
-}
-
-/*
  * The helper's look (user space runs it with BPF_PROG_TEST_RUN): the
  * headroom above the floor as the next decision would see it, from the
  * kernel's counters. 1: there are none to read.
@@ -292,8 +146,8 @@ int guard_look(void *ctx)
 {
 	__s64 room;
 
-	if (!guard_exact_room(READ_ONCE(guard_floor), &room))
+	if (!guard_exact_room(READ_ONCE(guard_state.floor), &room))
 		return 1;
-	guard_look_room = room;
+	guard_state.look_room = room;
 	return 0;
 }

@@ -65,78 +65,38 @@
  */
 #define GUARD_RESEND_NS		(100 * 1000 * 1000ULL)
 
-/* Set by user space before load. */
-extern const volatile bool guard_on;
-extern const volatile bool guard_dry_run;
-extern const volatile __u32 guard_scope;
-extern const volatile __u32 guard_self;	/* umtrace's own tgid */
-extern const volatile __u32 page_shift;
-extern const volatile __u32 guard_nr_cpus;
-/* Bit n: API n's size is host memory on this platform (admission cost). */
-extern const volatile __u64 guard_cost_apis;
-
-/* Written by user space while running (the mmap'ed .bss). */
-extern __s64 guard_anchor;		/* metric pages at the sample + net then */
-extern __s64 guard_ceiling;		/* metric pages at the sample */
-extern __s64 guard_floor;		/* pages */
-extern __s64 guard_low;		/* pages */
-extern bool guard_armed;		/* an anchor has been written */
-
 /*
- * The kernel's own counters (meter.bpf.h), once user space has checked
- * them against /proc/meminfo (guard_exact); the last sample, in pages, in
- * one word so that it is never read half old: the metric in the high 32
- * bits, meter_now() at the same moment in the low (0: none).
+ * The guard's globals, their fields described in umtrace.h: its settings,
+ * set by user space before load, and its figures in the mmap'ed .bss.
  */
-extern __s64 guard_meter_seen;		/* meter_now() when they were found */
-extern __u32 guard_n_possible;		/* user space: the possible nodes */
-extern __u64 guard_device_nodes;	/* user space: bit n, node n is no host RAM */
-extern bool guard_exact;
-extern __u64 guard_sample_pages;
+extern const volatile struct umt_guard_conf guard_conf;
+extern struct umt_guard_state guard_state;
 
 /*
  * The page programs' arming (user/guardd/arm.c): far from the floor
- * they are detached and a helper process looks at the headroom every few
- * milliseconds instead. Its tgid is never stopped, as the daemon's is not.
- */
-extern __u32 guard_helper;
-extern __s64 guard_look_room;		/* guard_look's answer, pages */
-/*
- * When the daemon last sampled (bpf_ktime_get_ns): a name's verdict it
- * has not given yet is worth waiting for only while it is alive.
- */
-extern __u64 guard_daemon_ns;
-
-/* Kept here, read by user space. */
-extern __s64 guard_net;		/* pages allocated minus freed, host-wide */
-extern __s64 guard_reserved;		/* pages reserved by admitted calls in flight */
-extern __u64 guard_checks;		/* admission decisions */
-extern __u64 guard_stops;		/* stop records sent (dry runs included) */
-extern __u64 guard_send_failed;	/* bpf_send_signal errors: user space retries */
-extern __u64 guard_reclaims;		/* direct reclaim entries, host-wide */
-extern __u64 guard_kswapd_wakes;
-
-/*
- * Per CPU: pages counted here and not yet folded into guard_net, and how
- * many more this CPU may count before it must look at the shared figures
- * again. The limit is set at each fold to a share of the headroom left,
- * so that all CPUs together cannot spend more than there is; far from
- * the floor a page costs an add and a compare, near it (limit 0) every
- * page folds and checks.
+ * they are detached and a helper process (guard_state.helper) looks at
+ * the headroom every few milliseconds instead. Its tgid is never
+ * stopped, as the daemon's is not.
+ *
+ * Per CPU (guard_state.cpus): pages counted here and not yet folded into
+ * guard_state.net, and how many more this CPU may count before it must
+ * look at the shared figures again. The limit is set at each fold to a
+ * share of the headroom left, so that all CPUs together cannot spend
+ * more than there is; far from the floor a page costs an add and a
+ * compare, near it (limit 0) every page folds and checks.
  *
  * A cache line a CPU in .bss, indexed by CPU number, rather than a
  * per-CPU map: that map's lookup reads the map's own struct first, and in
  * a page-fault storm each extra line a page touches is a likely cache
  * miss. A CPU numbered past the array folds every page.
  */
-#define GUARD_MAX_CPUS		1024
-
-extern struct umt_guard_cpu guard_cpus[GUARD_MAX_CPUS];
+#define GUARD_MAX_CPUS		UMT_GUARD_MAX_CPUS
 
 /*
  * Who is never stopped (user/guardd/protect.c fills these; guard.bpf.c's
  * guard_protected_id decides): names, executables and uids in one map,
- * cgroups in a list, each a test of the current task's ancestry.
+ * cgroups in a list (guard_state.protect_cgroups), each a test of the
+ * current task's ancestry.
  */
 struct guard_protect_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -145,9 +105,6 @@ struct guard_protect_map {
 	__type(value, __u8);		/* unused: a key is there or not */
 };
 extern struct guard_protect_map guard_protect SEC(".maps");
-
-extern struct umt_protect_cgroup guard_protect_cgroups[UMT_GUARD_MAX_PROTECT_CGROUPS];
-extern __u32 guard_n_protect_cgroups;
 
 /*
  * The current task is protected by who it is (guard.bpf.c): a global
@@ -197,12 +154,12 @@ extern struct guard_cgroup_map guard_cgroup SEC(".maps");
 /* The anchored figure: the sample moved by the pages counted since. */
 static __always_inline __s64 guard_headroom(__s64 threshold)
 {
-	__s64 pages = READ_ONCE(guard_anchor) - READ_ONCE(guard_net);
-	__s64 ceiling = READ_ONCE(guard_ceiling);
+	__s64 pages = READ_ONCE(guard_state.anchor) - READ_ONCE(guard_state.net);
+	__s64 ceiling = READ_ONCE(guard_state.ceiling);
 
 	if (pages > ceiling)
 		pages = ceiling;
-	return pages - READ_ONCE(guard_reserved) - threshold;
+	return pages - READ_ONCE(guard_state.reserved) - threshold;
 }
 
 /*
@@ -213,13 +170,13 @@ static __always_inline __s64 guard_headroom(__s64 threshold)
  */
 static __always_inline bool guard_exact_room(__s64 threshold, __s64 *room)
 {
-	__u64 sample = READ_ONCE(guard_sample_pages);
+	__u64 sample = READ_ONCE(guard_state.sample_pages);
 	__s64 now;
 
-	if (!READ_ONCE(guard_exact) || !sample || !meter_now(&now))
+	if (!READ_ONCE(guard_state.exact) || !sample || !meter_now(&now))
 		return false;
 	*room = (__s64)(sample >> 32) + now - (__s64)(sample & 0xffffffff) -
-		READ_ONCE(guard_reserved) - threshold;
+		READ_ONCE(guard_state.reserved) - threshold;
 	return true;
 }
 
@@ -247,7 +204,7 @@ _Static_assert((GUARD_MAX_CPUS & (GUARD_MAX_CPUS - 1)) == 0,
 static __always_inline struct umt_guard_cpu *guard_slot(__u32 cpu)
 {
 	barrier_var(cpu);
-	return &guard_cpus[cpu & (GUARD_MAX_CPUS - 1)];
+	return &guard_state.cpus[cpu & (GUARD_MAX_CPUS - 1)];
 }
 
 /*
@@ -258,10 +215,10 @@ static __always_inline struct umt_guard_cpu *guard_slot(__u32 cpu)
  */
 static __always_inline __s64 guard_fold(__s64 d)
 {
-	__sync_fetch_and_add(&guard_net, d);
-	if (!READ_ONCE(guard_armed))
+	__sync_fetch_and_add(&guard_state.net, d);
+	if (!READ_ONCE(guard_state.armed))
 		return 1;
-	return guard_room(READ_ONCE(guard_floor));
+	return guard_room(READ_ONCE(guard_state.floor));
 }
 
 /* Fold this CPU's pages and set its next limit from what is left. */
@@ -274,7 +231,7 @@ static __always_inline __s64 guard_fold_cpu(struct umt_guard_cpu *c, __s64 d)
 	 * Half of an even share, so that other CPUs' older limits stay
 	 * covered (unsigned: BPF has no signed division before v4).
 	 */
-	share = room <= 0 ? 0 : (__s64)((__u64)room / (2 * guard_nr_cpus));
+	share = room <= 0 ? 0 : (__s64)((__u64)room / (2 * guard_conf.nr_cpus));
 	c->limit = share > GUARD_BATCH ? GUARD_BATCH : share;
 	return room;
 }
@@ -306,7 +263,7 @@ static __always_inline __s64 guard_count(__s64 pages)
  */
 static __always_inline bool guard_protected(struct task_struct *task, __u32 tgid)
 {
-	if (tgid <= 1 || tgid == guard_self || tgid == READ_ONCE(guard_helper) ||
+	if (tgid <= 1 || tgid == guard_conf.self || tgid == READ_ONCE(guard_state.helper) ||
 	    (task->flags & UMT_PF_KTHREAD))
 		return true;
 	return guard_protected_id() != 0;
@@ -340,7 +297,7 @@ static __always_inline void guard_note_name(__u32 tgid, const char *comm)
 {
 	struct umt_comm_key name = {};
 
-	if (!guard_on || guard_scope != UMT_SCOPE_COMM)
+	if (!guard_conf.on || guard_conf.scope != UMT_SCOPE_COMM)
 		return;
 	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), comm);
 	if (!bpf_map_lookup_elem(&guard_scope_comms, &name))
@@ -362,7 +319,7 @@ static __always_inline bool guard_in_scope(__u32 tgid, const struct umt_comm_key
 {
 	__u8 *verdict;
 
-	switch (guard_scope) {
+	switch (guard_conf.scope) {
 	case UMT_SCOPE_ALL:
 		return true;
 	case UMT_SCOPE_PIDS:
@@ -375,7 +332,7 @@ static __always_inline bool guard_in_scope(__u32 tgid, const struct umt_comm_key
 			guard_ask_scope(tgid, name);
 		if (verdict && *verdict != UMT_COMM_ASKED)
 			return *verdict == UMT_COMM_IN;
-		*pending = now - READ_ONCE(guard_daemon_ns) < GUARD_DAEMON_ALIVE_NS;
+		*pending = now - READ_ONCE(guard_state.daemon_ns) < GUARD_DAEMON_ALIVE_NS;
 		return *pending;
 	default:
 		return bpf_map_lookup_elem(&gpu_procs, &tgid) != NULL;
@@ -429,15 +386,15 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	bpf_probe_read_kernel_str(name.comm, sizeof(name.comm), task->group_leader->comm);
 	if (guard_protected(task, tgid) || !guard_in_scope(tgid, &name, now, &pending))
 		return false;
-	if (!guard_dry_run && guard_stop_pending(task))
+	if (!guard_conf.dry_run && guard_stop_pending(task))
 		return true;
 	if (!guard_claim(tgid, now))
 		return false;
-	if (!guard_dry_run)
+	if (!guard_conf.dry_run)
 		ret = bpf_send_signal(GUARD_SIGSTOP);
 	if (ret)
-		__sync_fetch_and_add(&guard_send_failed, 1);
-	__sync_fetch_and_add(&guard_stops, 1);
+		__sync_fetch_and_add(&guard_state.send_failed, 1);
+	__sync_fetch_and_add(&guard_state.stops, 1);
 	r = rec_reserve(sizeof(*r));
 	if (!r)
 		return true;
@@ -450,7 +407,7 @@ static __always_inline bool guard_stop(__u32 reason, __s64 room, __u64 cost, __u
 	r->api = api;
 	r->headroom_pages = room;
 	r->cost_bytes = cost;
-	r->dry_run = guard_dry_run;
+	r->dry_run = guard_conf.dry_run;
 	r->flags = pending ? UMT_GUARD_SCOPE_PENDING : 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	__builtin_memcpy(r->pcomm, name.comm, sizeof(r->pcomm));
@@ -468,16 +425,16 @@ static __always_inline __s64 guard_admit(__u64 ck, __u64 size)
 	__u32 api = UMT_CK_API(ck);
 	__s64 cost, room;
 
-	if (!guard_on || !READ_ONCE(guard_armed) || (ck & UMT_CK_FREE))
+	if (!guard_conf.on || !READ_ONCE(guard_state.armed) || (ck & UMT_CK_FREE))
 		return 0;
-	if (api >= 64 || !(guard_cost_apis & (1ULL << api)))
+	if (api >= 64 || !(guard_conf.cost_apis & (1ULL << api)))
 		return 0;
-	cost = (size + (1ULL << page_shift) - 1) >> page_shift;
+	cost = (size + (1ULL << guard_conf.page_shift) - 1) >> guard_conf.page_shift;
 	if (cost <= 0)
 		return 0;
-	__sync_fetch_and_add(&guard_checks, 1);
-	__sync_fetch_and_add(&guard_reserved, cost);
-	room = guard_room(READ_ONCE(guard_floor));
+	__sync_fetch_and_add(&guard_state.checks, 1);
+	__sync_fetch_and_add(&guard_state.reserved, cost);
+	room = guard_room(READ_ONCE(guard_state.floor));
 	if (room >= 0)
 		return cost;
 	/*
@@ -486,9 +443,9 @@ static __always_inline __s64 guard_admit(__u64 ck, __u64 size)
 	 * protected, a dry run, stopped a moment ago) keeps it: its pages are
 	 * coming all the same, and other callers must see them coming.
 	 */
-	if (!guard_stop(UMT_GUARD_ADMISSION, room + cost, size, api) || guard_dry_run)
+	if (!guard_stop(UMT_GUARD_ADMISSION, room + cost, size, api) || guard_conf.dry_run)
 		return cost;
-	__sync_fetch_and_add(&guard_reserved, -cost);
+	__sync_fetch_and_add(&guard_state.reserved, -cost);
 	return 0;
 }
 
@@ -517,7 +474,7 @@ static __always_inline __u64 guard_draw(__s64 *reserved, __s64 *slack, __u64 pag
 		if (take > (__s64)pages)
 			take = pages;
 		*reserved -= take;
-		__sync_fetch_and_add(&guard_reserved, -take);
+		__sync_fetch_and_add(&guard_state.reserved, -take);
 	} else {
 		take = 0;
 	}
@@ -533,7 +490,7 @@ static __always_inline __u64 guard_draw(__s64 *reserved, __s64 *slack, __u64 pag
 static __always_inline void guard_release(__s64 *reserved)
 {
 	if (*reserved > 0)
-		__sync_fetch_and_add(&guard_reserved, -*reserved);
+		__sync_fetch_and_add(&guard_state.reserved, -*reserved);
 	*reserved = 0;
 }
 
@@ -546,7 +503,7 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 {
 	__s64 room;
 
-	if (!guard_on)
+	if (!guard_conf.on)
 		return;
 	/*
 	 * All pages go into net; those drawn from a reservation left it
@@ -557,7 +514,7 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
 		return;
 	if (!umt_gfp_from_task(gfp))
 		return;
-	guard_stop(UMT_GUARD_FLOOR, room, unreserved << page_shift, 0);
+	guard_stop(UMT_GUARD_FLOOR, room, unreserved << guard_conf.page_shift, 0);
 }
 
 /*
@@ -566,18 +523,18 @@ static __always_inline void guard_page_alloc(__u64 pages, __u64 unreserved,
  */
 static __always_inline void guard_page_isolated(__u64 pages)
 {
-	if (guard_on && pages)
+	if (guard_conf.on && pages)
 		guard_count((__s64)pages);
 }
 
-/* Frees need no decision: fold them only to keep guard_net current. */
+/* Frees need no decision: fold them only to keep guard_state.net current. */
 static __always_inline void guard_page_free(__u64 pages)
 {
 	struct umt_guard_cpu *c;
 	__u32 cpu;
 	__s64 d;
 
-	if (!guard_on)
+	if (!guard_conf.on)
 		return;
 	cpu = bpf_get_smp_processor_id();
 	if (cpu >= GUARD_MAX_CPUS) {
@@ -600,13 +557,13 @@ static __always_inline void guard_reclaim(unsigned int gfp)
 	struct umt_gpu_proc *p;
 	__s64 room;
 
-	__sync_fetch_and_add(&guard_reclaims, 1);
+	__sync_fetch_and_add(&guard_state.reclaims, 1);
 	p = bpf_map_lookup_elem(&gpu_procs, &tgid);
 	if (p)
 		__sync_fetch_and_add(&p->reclaims, 1);
-	if (!guard_on || !READ_ONCE(guard_armed) || !umt_gfp_from_task(gfp))
+	if (!guard_conf.on || !READ_ONCE(guard_state.armed) || !umt_gfp_from_task(gfp))
 		return;
-	room = guard_room(READ_ONCE(guard_low));
+	room = guard_room(READ_ONCE(guard_state.low));
 	if (room >= 0)
 		return;
 	guard_stop(UMT_GUARD_RECLAIM, room, 0, 0);

@@ -7,8 +7,7 @@ const volatile bool track_managed = false;
 struct managed_chunks_map managed_chunks SEC(".maps");
 struct managed_allocs_map managed_allocs SEC(".maps");
 
-__s64 managed_live;
-__s64 faults_pending;
+struct umt_managed_state managed_state;
 
 /* x86 only: arm64 has no tracepoint that gives a user fault's address. */
 SEC("tp_btf/page_fault_user")
@@ -19,7 +18,7 @@ int BPF_PROG(managed_fault, unsigned long address)
 	struct umt_managed_alloc *a;
 	struct window *w;
 
-	if (!READ_ONCE(managed_live))
+	if (!READ_ONCE(managed_state.live))
 		return 0;
 	k.addr = address >> MANAGED_CHUNK_SHIFT;
 	chunk = bpf_map_lookup_elem(&managed_chunks, &k);
@@ -38,7 +37,7 @@ int BPF_PROG(managed_fault, unsigned long address)
 	if (!w)
 		return 0;
 	if (!w->fault_base)
-		__sync_fetch_and_add(&faults_pending, 1);
+		__sync_fetch_and_add(&managed_state.faults_pending, 1);
 	w->fault_base = k.addr;
 	return 0;
 }

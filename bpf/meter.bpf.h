@@ -4,7 +4,7 @@
  * /proc/meminfo adds up into MemFree and MemAvailable, current to the
  * moment of a decision.
  *
- * guard_find_zones (guard.bpf.c) notes where they are, once: for every
+ * guard_find_zones (meter.bpf.c) notes where they are, once: for every
  * host zone its NR_FREE_PAGES counter, low watermark and watermark boost,
  * and for every host node its counters of page cache and reclaimable
  * kernel memory. meter_now() sums them the way si_mem_available() does,
@@ -21,10 +21,8 @@
 
 #include "shared.bpf.h"
 
-extern struct umt_meter_zone meter_zones[UMT_GUARD_MAX_ZONES];
-extern __u32 meter_n_zones;
-extern __u64 meter_nodes[UMT_GUARD_MAX_NODES];	/* each node's vm_stat[] */
-extern __u32 meter_n_nodes;
+/* Where the counters are (umtrace.h says what each field holds). */
+extern struct umt_meter meter;
 /* Set by user space before load: the guard's metric is MemFree. */
 extern const volatile bool meter_free_only;
 
@@ -44,14 +42,14 @@ struct meter_sum {
 
 static __always_inline bool meter_zones_now(struct meter_sum *s)
 {
-	__u32 i, n = READ_ONCE(meter_n_zones);
+	__u32 i, n = READ_ONCE(meter.n_zones);
 	__s64 free, low, boost;
 
 	for (i = 0; i < UMT_GUARD_MAX_ZONES; i++) {
 		if (i >= n)
 			break;
-		if (!meter_read(meter_zones[i].free, &free) || !meter_read(meter_zones[i].low, &low) ||
-		    !meter_read(meter_zones[i].boost, &boost))
+		if (!meter_read(meter.zones[i].free, &free) || !meter_read(meter.zones[i].low, &low) ||
+		    !meter_read(meter.zones[i].boost, &boost))
 			return false;
 		s->free += free;
 		s->low += low + boost;
@@ -65,14 +63,14 @@ static __always_inline bool meter_nodes_now(struct meter_sum *s)
 	__u32 inact = bpf_core_enum_value(enum node_stat_item, NR_INACTIVE_FILE);
 	__u32 slab = bpf_core_enum_value(enum node_stat_item, NR_SLAB_RECLAIMABLE_B);
 	__u32 misc = bpf_core_enum_value(enum node_stat_item, NR_KERNEL_MISC_RECLAIMABLE);
-	__u32 i, n = READ_ONCE(meter_n_nodes);
+	__u32 i, n = READ_ONCE(meter.n_nodes);
 	__s64 a, b, c, d;
 	__u64 base;
 
 	for (i = 0; i < UMT_GUARD_MAX_NODES; i++) {
 		if (i >= n)
 			break;
-		base = meter_nodes[i];
+		base = meter.nodes[i];
 		if (!meter_read(base + act * sizeof(long), &a) ||
 		    !meter_read(base + inact * sizeof(long), &b) ||
 		    !meter_read(base + slab * sizeof(long), &c) ||

@@ -101,12 +101,13 @@ static __always_inline void count_outside_call(__u64 pages, bool freed)
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
-	bool busy = READ_ONCE(open_windows) || READ_ONCE(faults_pending);
+	bool busy = READ_ONCE(trace_state.open_windows) ||
+		    READ_ONCE(managed_state.faults_pending);
 	__u64 pages = 1ULL << order, unreserved = pages;
 	struct window *w = NULL;
 	bool device;
 
-	if (!busy && !count_outside && !count_kthreads && !guard_on)
+	if (!busy && !count_outside && !count_kthreads && !guard_conf.on)
 		return 0;
 	if (!page)
 		return 0;
@@ -115,7 +116,7 @@ int BPF_PROG(page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 	if (!umt_gfp_from_task(gfp))
 		goto guard;
 	if (busy)
-		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+		w = thread_window();
 	if (w && w->depth) {
 		if (device) {
 			w->device_pages += pages;
@@ -150,7 +151,7 @@ static __always_inline bool compacting(struct window *w)
 	if (!READ_ONCE(compacting_tasks))
 		return false;
 	if (!w)
-		w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+		w = thread_window();
 	return w && w->compacting;
 }
 
@@ -187,9 +188,8 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 SEC("tp_btf/mm_compaction_begin")
 int BPF_PROG(compaction_begin)
 {
-	struct window *w;
+	struct window *w = thread_window();
 
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (w && !w->compacting++)
 		__sync_fetch_and_add(&compacting_tasks, 1);
 	return 0;
@@ -199,9 +199,8 @@ int BPF_PROG(compaction_begin)
 SEC("tp_btf/mm_compaction_end")
 int BPF_PROG(compaction_end)
 {
-	struct window *w;
+	struct window *w = thread_window();
 
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 	if (w && w->compacting && !--w->compacting)
 		__sync_fetch_and_add(&compacting_tasks, -1);
 	return 0;

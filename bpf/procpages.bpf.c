@@ -35,30 +35,29 @@ static __always_inline struct proc_pages *proc_pages_of_current(void)
 	return bpf_map_lookup_elem(&proc_pages, &tgid);
 }
 
+/* 2^order pages the current process took, or freed. */
+static __always_inline void proc_pages_count(bool freed, unsigned int order)
+{
+	struct proc_pages *pp = proc_pages_of_current();
+
+	if (pp)
+		__sync_fetch_and_add(freed ? &pp->freed : &pp->alloc, 1ULL << order);
+}
+
 /* Fallback with no libcuda to probe: host pages per process. */
 SEC("tp_btf/mm_page_alloc")
 int BPF_PROG(proc_page_alloc, struct page *page, unsigned int order, gfp_t gfp)
 {
-	struct proc_pages *pp;
-
-	if (!page || !umt_gfp_from_task(gfp))
-		return 0;
-	pp = proc_pages_of_current();
-	if (pp)
-		__sync_fetch_and_add(&pp->alloc, 1ULL << order);
+	if (page && umt_gfp_from_task(gfp))
+		proc_pages_count(false, order);
 	return 0;
 }
 
 SEC("tp_btf/mm_page_free")
 int BPF_PROG(proc_page_free, struct page *page, unsigned int order)
 {
-	struct proc_pages *pp;
-
-	if (serving_softirq() || new_to_allocator(page, order))
-		return 0;
-	pp = proc_pages_of_current();
-	if (pp)
-		__sync_fetch_and_add(&pp->freed, 1ULL << order);
+	if (!serving_softirq() && !new_to_allocator(page, order))
+		proc_pages_count(true, order);
 	return 0;
 }
 

@@ -4,12 +4,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile bool filter_pids = false;
-const volatile __u64 wakeup_bytes = 0;
-
-__s64 open_windows;
-__u64 rec_total;
-__u64 rec_dropped;
+const volatile struct umt_trace_conf trace_conf;
+struct umt_trace_state trace_state;
 
 struct windows_map windows SEC(".maps");
 struct events_map events SEC(".maps");

@@ -21,25 +21,9 @@
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
-/* Set by user space before load. */
-extern const volatile bool filter_pids;	/* only traced_pids' processes */
-/*
- * Wake the reader only once this much is waiting (0: every record). The
- * reader polls with a timeout anyway; a wake-up per record cost more CPU
- * than everything else umtrace does per call.
- */
-extern const volatile __u64 wakeup_bytes;
-
-/*
- * Windows open right now, host-wide. The page hooks read it first so that
- * a host with no GPU call in flight pays one load per page and nothing
- * more. Written only at GPU call entry and exit.
- */
-extern __s64 open_windows;
-
-/* Counters for user space; none of them is touched per page. */
-extern __u64 rec_total;
-extern __u64 rec_dropped;
+/* The settings and figures every file reads (umtrace.h describes them). */
+extern const volatile struct umt_trace_conf trace_conf;
+extern struct umt_trace_state trace_state;
 
 /* A GPU call in flight on a thread: its task-local storage. */
 struct window {
@@ -83,7 +67,7 @@ struct events_map {
 };
 extern struct events_map events SEC(".maps");
 
-/* Processes in scope when filter_pids is set (tgid -> 1). */
+/* Processes in scope when trace_conf.filter_pids is set (tgid -> 1). */
 struct traced_pids_map {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 8192);
@@ -106,16 +90,16 @@ extern struct gpu_procs_map gpu_procs SEC(".maps");
 
 static __always_inline bool pid_in_scope(__u32 tgid)
 {
-	if (!filter_pids)
+	if (!trace_conf.filter_pids)
 		return true;
 	return bpf_map_lookup_elem(&traced_pids, &tgid) != NULL;
 }
 
 static __always_inline __u64 submit_flags(void)
 {
-	if (!wakeup_bytes)
+	if (!trace_conf.wakeup_bytes)
 		return 0;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= trace_conf.wakeup_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
@@ -125,11 +109,17 @@ static __always_inline void *rec_reserve(__u64 size)
 {
 	void *r;
 
-	__sync_fetch_and_add(&rec_total, 1);
+	__sync_fetch_and_add(&trace_state.rec_total, 1);
 	r = bpf_ringbuf_reserve(&events, size, 0);
 	if (!r)
-		__sync_fetch_and_add(&rec_dropped, 1);
+		__sync_fetch_and_add(&trace_state.rec_dropped, 1);
 	return r;
+}
+
+/* The current thread's window storage, open or not; NULL: it has none. */
+static __always_inline struct window *thread_window(void)
+{
+	return bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
 }
 
 /* The window of the current thread, if a GPU call is in flight on it. */
@@ -137,9 +127,9 @@ static __always_inline struct window *current_window(void)
 {
 	struct window *w;
 
-	if (!READ_ONCE(open_windows))
+	if (!READ_ONCE(trace_state.open_windows))
 		return NULL;
-	w = bpf_task_storage_get(&windows, bpf_get_current_task_btf(), 0, 0);
+	w = thread_window();
 	if (!w || !w->depth)
 		return NULL;
 	return w;

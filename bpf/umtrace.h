@@ -349,6 +349,110 @@ struct umt_meter_zone {
 	__u64 boost;
 };
 
+/*
+ * The globals every program file reads (bpf/shared.bpf.c): settings, in
+ * .rodata, set before load...
+ */
+struct umt_trace_conf {
+	__u8 filter_pids;	/* only traced_pids' processes */
+	__u8 pad[7];
+	/*
+	 * Wake the reader only once this much is waiting (0: every record).
+	 * The reader polls with a timeout anyway; a wake-up per record cost
+	 * more CPU than everything else umtrace does per call.
+	 */
+	__u64 wakeup_bytes;
+};
+
+/* ...and figures, in .bss, none of them touched per page. */
+struct umt_trace_state {
+	/*
+	 * Windows open right now, host-wide. The page hooks read it first so
+	 * that a host with no GPU call in flight pays one load per page and
+	 * nothing more. Written only at GPU call entry and exit.
+	 */
+	__s64 open_windows;
+	__u64 rec_total;	/* records reserved */
+	__u64 rec_dropped;	/* of them, not sent: the ring buffer was full */
+};
+
+/* Managed memory's figures (bpf/managed.bpf.c, in .bss). */
+struct umt_managed_state {
+	__s64 live;		/* live managed allocations: the fault hook's gate */
+	__s64 faults_pending;	/* threads with a managed fault not yet charged */
+};
+
+/*
+ * The meter's globals (bpf/meter.bpf.c, in .bss): user space says which
+ * nodes to search, guard_find_zones notes where their counters are.
+ */
+struct umt_meter {
+	__u32 n_possible;	/* user space: the possible nodes */
+	__u32 n_zones;
+	__u32 n_nodes;
+	__u32 pad;
+	__u64 device_nodes;	/* user space: bit n, node n is no host RAM */
+	__s64 seen;		/* meter_now() when they were found */
+	struct umt_meter_zone zones[UMT_GUARD_MAX_ZONES];
+	__u64 nodes[UMT_GUARD_MAX_NODES];	/* each node's vm_stat[] */
+};
+
+/* The guard's settings (bpf/guard.bpf.c, in .rodata): set before load. */
+struct umt_guard_conf {
+	__u8 on;
+	__u8 dry_run;
+	__u8 pad[2];
+	__u32 scope;		/* enum umt_guard_scope */
+	__u32 self;		/* umtrace's own tgid */
+	__u32 page_shift;
+	__u32 nr_cpus;
+	__u32 pad2;
+	__u64 cost_apis;	/* bit n: API n's size is host memory here */
+};
+
+/* CPUs with a slot of their own in umt_guard_state; a power of two. */
+#define UMT_GUARD_MAX_CPUS 1024
+
+/*
+ * The guard's figures (bpf/guard.bpf.c, in .bss, which user space maps):
+ * what user space writes while running, then what the kernel side keeps.
+ */
+struct umt_guard_state {
+	__s64 anchor;		/* metric pages at the sample + net then */
+	__s64 ceiling;		/* metric pages at the sample */
+	__s64 floor;		/* pages */
+	__s64 low;		/* pages */
+	__u8 armed;		/* an anchor has been written */
+	/*
+	 * The meter's counters have been checked against /proc/meminfo;
+	 * then sample_pages is the last sample, in one word so that it is
+	 * never read half old: the metric in the high 32 bits, meter_now()
+	 * at the same moment in the low (0: none).
+	 */
+	__u8 exact;
+	__u8 pad[2];
+	__u32 helper;		/* the arming helper's tgid (user/guardd/arm.c) */
+	__u64 sample_pages;
+	/*
+	 * When the daemon last sampled (bpf_ktime_get_ns): a name's verdict
+	 * it has not given yet is worth waiting for only while it is alive.
+	 */
+	__u64 daemon_ns;
+	__u32 n_protect_cgroups;
+	__u32 pad2;
+	struct umt_protect_cgroup protect_cgroups[UMT_GUARD_MAX_PROTECT_CGROUPS];
+
+	__s64 look_room;	/* guard_look's answer, pages */
+	__s64 net;		/* pages allocated minus freed, host-wide */
+	__s64 reserved;		/* pages reserved by admitted calls in flight */
+	__u64 checks;		/* admission decisions */
+	__u64 stops;		/* stop records sent (dry runs included) */
+	__u64 send_failed;	/* bpf_send_signal errors: user space retries */
+	__u64 reclaims;		/* direct reclaim entries, host-wide */
+	__u64 kswapd_wakes;
+	struct umt_guard_cpu cpus[UMT_GUARD_MAX_CPUS];	/* see guard.bpf.h */
+};
+
 struct umt_guard_rec {
 	__u32 type;		/* UMT_REC_GUARD */
 	__u32 reason;		/* enum umt_guard_reason */

@@ -58,6 +58,43 @@ def test_loads_on_older_struct_layouts(env):
     assert "page-word: " in p.stdout and "not loaded" not in p.stdout, p.stdout
 
 
+def _make_var(env, name):
+    """A variable as the Makefile sets it for this host's build."""
+    p = subprocess.run(["make", "-C", env.root, "-s", "--no-print-directory", "--eval",
+                        f"umt-print-var:\n\t@echo $({name})", "umt-print-var"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+# The headers bpf/ shares with user space hold fixed-width types and no
+# includes: each side names its own types first (vmlinux.h on this one).
+BPF_SHARED_HDRS = ("umtrace.h", "cookie.h")
+
+
+def test_bpf_headers_compile_alone(env):
+    """Each bpf/ header compiles on its own, twice over (its include
+    guard), with the BPF compile flags: it includes what it uses, so a
+    program file may include it first, or alone."""
+    import glob
+    import os
+    import shlex
+    cmd = [_make_var(env, "CLANG"), *shlex.split(_make_var(env, "BPF_CFLAGS")),
+           "-fsyntax-only", "-x", "c", "-"]
+    headers = sorted(glob.glob(os.path.join(env.root, "bpf", "*.h")))
+    assert headers
+    bad = []
+    for path in headers:
+        name = os.path.basename(path)
+        src = '#include "vmlinux.h"\n' if name in BPF_SHARED_HDRS else ""
+        src += f'#include "{name}"\n#include "{name}"\n'
+        p = subprocess.run(cmd, input=src, cwd=env.root, capture_output=True, text=True,
+                           timeout=120)
+        if p.returncode:
+            bad.append(f"bpf/{name}:\n{p.stderr[-1500:]}")
+    assert not bad, "headers that do not compile alone:\n" + "\n".join(bad)
+
+
 # user/'s layers, lowest first: a file may include its own layer's headers
 # and those of layers below it, never above (README, Layout).
 LAYERS = ["lib", "model", "stacks", "rec", "attach", "export", "guard", "guardd", "cmd"]

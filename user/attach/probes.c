@@ -120,18 +120,18 @@ static void set_guard(struct umtrace_bpf *skel, const struct guard_kcfg *g)
 {
 	int cpus = libbpf_num_possible_cpus();
 
-	skel->rodata->page_shift = page__shift();
+	skel->rodata->guard_conf.page_shift = page__shift();
 	bpf_program__set_autoload(skel->progs.guard_find_zones, g && g->on);
 	bpf_program__set_autoload(skel->progs.guard_look, g && g->on);
 	if (!g)
 		return;
-	skel->rodata->guard_on = g->on;
-	skel->rodata->guard_dry_run = g->dry_run;
+	skel->rodata->guard_conf.on = g->on;
+	skel->rodata->guard_conf.dry_run = g->dry_run;
 	skel->rodata->meter_free_only = g->metric_free;
-	skel->rodata->guard_scope = g->scope;
-	skel->rodata->guard_self = (uint32_t)getpid();
-	skel->rodata->guard_nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
-	skel->rodata->guard_cost_apis = g->cost_apis;
+	skel->rodata->guard_conf.scope = g->scope;
+	skel->rodata->guard_conf.self = (uint32_t)getpid();
+	skel->rodata->guard_conf.nr_cpus = cpus > 0 ? (uint32_t)cpus : 1;
+	skel->rodata->guard_conf.cost_apis = g->cost_apis;
 }
 
 int probes__load(struct probes *p, const struct probe_cfg *cfg)
@@ -163,7 +163,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	bpf_program__set_autoload(skel->progs.lib_exec, cfg->lib_events);
 	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
 	     "one perf event per entry point");
-	skel->rodata->filter_pids = cfg->filter_pids;
+	skel->rodata->trace_conf.filter_pids = cfg->filter_pids;
 	skel->rodata->ustack_bytes = cfg->ustack_bytes < UMT_USTACK_MAX ?
 				     cfg->ustack_bytes : UMT_USTACK_MAX;
 	bpf_map__set_max_entries(skel->maps.events, ringbuf_size(cfg->ringbuf_bytes));
@@ -179,7 +179,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 		       sizeof(cfg->nodes->device));
 	}
 	if (cfg->batch_wakeups)
-		skel->rodata->wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
+		skel->rodata->trace_conf.wakeup_bytes = ringbuf_size(cfg->ringbuf_bytes) / 8;
 	skel->rodata->ustack_max_backlog = ringbuf_size(cfg->ringbuf_bytes) / 4;
 	bpf_program__set_autoload(skel->progs.task_fork, cfg->filter_pids);
 	/*
@@ -506,13 +506,13 @@ int probes__proc_pages_fd(const struct probes *p)
 
 void probes__stats(const struct probes *p, struct probe_stats *st)
 {
-	st->rec_total = p->skel->bss->rec_total;
-	st->rec_dropped = p->skel->bss->rec_dropped;
+	st->rec_total = p->skel->bss->trace_state.rec_total;
+	st->rec_dropped = p->skel->bss->trace_state.rec_dropped;
 	st->storage_failed = p->skel->bss->storage_failed;
 	st->ustack_skipped = p->skel->bss->ustack_skipped;
 	st->torch_far_devices = p->skel->bss->torch_far_devices;
 	st->torch_map_full = p->skel->bss->torch_map_full;
-	st->open_windows = p->skel->bss->open_windows;
+	st->open_windows = p->skel->bss->trace_state.open_windows;
 }
 
 #define DETACH_THREADS 64

@@ -31,32 +31,32 @@ int guard_kernel__anchor(struct probes *p, int (*sample)(void *ctx, uint64_t *by
 	uint64_t bytes;
 	int err;
 
-	before = READ_ONCE(bss->guard_net);
+	before = READ_ONCE(bss->guard_state.net);
 	err = sample(ctx, &bytes);
 	if (err)
 		return err;
-	after = READ_ONCE(bss->guard_net);
-	estimate = min64(READ_ONCE(bss->guard_anchor) - before - (after - before) / 2,
-			 READ_ONCE(bss->guard_ceiling)) * (int64_t)page__size();
-	*error = READ_ONCE(bss->guard_armed) ? estimate - (int64_t)bytes : 0;
+	after = READ_ONCE(bss->guard_state.net);
+	estimate = min64(READ_ONCE(bss->guard_state.anchor) - before - (after - before) / 2,
+			 READ_ONCE(bss->guard_state.ceiling)) * (int64_t)page__size();
+	*error = READ_ONCE(bss->guard_state.armed) ? estimate - (int64_t)bytes : 0;
 	/*
 	 * One 64-bit store: the kernel never sees an anchor from one sample
 	 * and a net count from another. A ceiling from the other sample
 	 * beside it is a figure of a moment ago: the lower one counts.
 	 */
-	WRITE_ONCE(bss->guard_ceiling, (int64_t)(bytes / page__size()));
-	WRITE_ONCE(bss->guard_anchor,
+	WRITE_ONCE(bss->guard_state.ceiling, (int64_t)(bytes / page__size()));
+	WRITE_ONCE(bss->guard_state.anchor,
 		   (int64_t)(bytes / page__size()) + before + (after - before) / 2);
 	/* arm64 may reorder stores: the figures first, then armed. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
-	WRITE_ONCE(bss->guard_armed, true);
+	WRITE_ONCE(bss->guard_state.armed, true);
 	return 0;
 }
 
 void guard_kernel__set_thresholds(struct probes *p, uint64_t floor, uint64_t low)
 {
-	WRITE_ONCE(p->skel->bss->guard_floor, (int64_t)(floor / page__size()));
-	WRITE_ONCE(p->skel->bss->guard_low, (int64_t)(low / page__size()));
+	WRITE_ONCE(p->skel->bss->guard_state.floor, (int64_t)(floor / page__size()));
+	WRITE_ONCE(p->skel->bss->guard_state.low, (int64_t)(low / page__size()));
 }
 
 /* v less min(v / 2, low), as the kernel's si_mem_available() does. */
@@ -94,7 +94,7 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 	int err;
 
 	memset(z, 0, sizeof(*z));
-	WRITE_ONCE(bss->guard_exact, false);
+	WRITE_ONCE(bss->guard_state.exact, false);
 	if (!bpf_program__autoload(prog)) {
 		errbuf__set(why, len, "not loaded");
 		return -ENOENT;
@@ -106,16 +106,16 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 			return -ERANGE;
 		}
 	}
-	bss->guard_n_possible = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
-	bss->guard_device_nodes = device_nodes[0];
+	bss->meter.n_possible = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
+	bss->meter.device_nodes = device_nodes[0];
 	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &run)) {
 		err = -errno;
 		errbuf__set(why, len, "cannot run the search: %s", strerror(-err));
 		return err;
 	}
-	z->zones = READ_ONCE(bss->meter_n_zones);
-	z->nodes = READ_ONCE(bss->meter_n_nodes);
-	z->kernel = READ_ONCE(bss->guard_meter_seen) * (int64_t)page__size();
+	z->zones = READ_ONCE(bss->meter.n_zones);
+	z->nodes = READ_ONCE(bss->meter.n_nodes);
+	z->kernel = READ_ONCE(bss->meter.seen) * (int64_t)page__size();
 	err = meter(ctx, &z->proc);
 	if (err) {
 		errbuf__set(why, len, "cannot read /proc/meminfo or /proc/zoneinfo: %s",
@@ -130,7 +130,7 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 		errbuf__set(why, len, "they do not add up to /proc/meminfo's figures");
 		return -ERANGE;
 	}
-	WRITE_ONCE(bss->guard_exact, true);
+	WRITE_ONCE(bss->guard_state.exact, true);
 	return 0;
 }
 
@@ -141,9 +141,9 @@ void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter)
 	/* Past 16 TiB of 4 KiB pages: no figure (0), the anchored one decides. */
 	if (m > UINT32_MAX || f > UINT32_MAX)
 		m = f = 0;
-	WRITE_ONCE(p->skel->bss->guard_sample_pages, m << 32 | f);
+	WRITE_ONCE(p->skel->bss->guard_state.sample_pages, m << 32 | f);
 	/* The daemon lives: a verdict asked of it will come. */
-	WRITE_ONCE(p->skel->bss->guard_daemon_ns, clock__mono_ns());
+	WRITE_ONCE(p->skel->bss->guard_state.daemon_ns, clock__mono_ns());
 }
 
 /*
@@ -153,12 +153,12 @@ void guard_kernel__set_sample(struct probes *p, uint64_t metric, uint64_t meter)
  */
 static int64_t kernel_metric(const struct umtrace_bpf__bss *bss)
 {
-	uint64_t sample = READ_ONCE(bss->guard_sample_pages);
+	uint64_t sample = READ_ONCE(bss->guard_state.sample_pages);
 
-	if (READ_ONCE(bss->guard_exact) && sample)
+	if (READ_ONCE(bss->guard_state.exact) && sample)
 		return (int64_t)(sample >> 32);
-	return min64(READ_ONCE(bss->guard_anchor) - READ_ONCE(bss->guard_net),
-		     READ_ONCE(bss->guard_ceiling));
+	return min64(READ_ONCE(bss->guard_state.anchor) - READ_ONCE(bss->guard_state.net),
+		     READ_ONCE(bss->guard_state.ceiling));
 }
 
 void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
@@ -166,24 +166,24 @@ void guard_kernel__stats(const struct probes *p, struct guard_kstats *st)
 	const struct umtrace_bpf__bss *bss = p->skel->bss;
 	int64_t ps = (int64_t)page__size();
 
-	st->reserved = READ_ONCE(bss->guard_reserved) * ps;
-	st->headroom = (kernel_metric(bss) - READ_ONCE(bss->guard_reserved) -
-			READ_ONCE(bss->guard_floor)) * ps;
-	st->checks = READ_ONCE(bss->guard_checks);
-	st->stops = READ_ONCE(bss->guard_stops);
-	st->send_failed = READ_ONCE(bss->guard_send_failed);
-	st->reclaims = READ_ONCE(bss->guard_reclaims);
-	st->kswapd_wakes = READ_ONCE(bss->guard_kswapd_wakes);
+	st->reserved = READ_ONCE(bss->guard_state.reserved) * ps;
+	st->headroom = (kernel_metric(bss) - READ_ONCE(bss->guard_state.reserved) -
+			READ_ONCE(bss->guard_state.floor)) * ps;
+	st->checks = READ_ONCE(bss->guard_state.checks);
+	st->stops = READ_ONCE(bss->guard_state.stops);
+	st->send_failed = READ_ONCE(bss->guard_state.send_failed);
+	st->reclaims = READ_ONCE(bss->guard_state.reclaims);
+	st->kswapd_wakes = READ_ONCE(bss->guard_state.kswapd_wakes);
 }
 
 bool guard_kernel__exact(const struct probes *p)
 {
-	return READ_ONCE(p->skel->bss->guard_exact);
+	return READ_ONCE(p->skel->bss->guard_state.exact);
 }
 
 void guard_kernel__set_helper(struct probes *p, uint32_t pid)
 {
-	WRITE_ONCE(p->skel->bss->guard_helper, pid);
+	WRITE_ONCE(p->skel->bss->guard_state.helper, pid);
 }
 
 int guard_kernel__look(struct probes *p, int64_t *room)
@@ -195,7 +195,7 @@ int guard_kernel__look(struct probes *p, int64_t *room)
 		return -errno;
 	if (run.retval)
 		return -ENODATA;
-	*room = READ_ONCE(p->skel->bss->guard_look_room) * (int64_t)page__size();
+	*room = READ_ONCE(p->skel->bss->guard_state.look_room) * (int64_t)page__size();
 	return 0;
 }
 

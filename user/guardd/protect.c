@@ -680,7 +680,7 @@ static int drop_stale_keys(const struct protect_set *ps, int fd)
 
 static void put_cgroups(const struct protect_set *ps, struct probes *p)
 {
-	struct umt_protect_cgroup *c = p->skel->bss->guard_protect_cgroups;
+	struct umt_protect_cgroup *c = p->skel->bss->guard_state.protect_cgroups;
 	uint32_t n = 0;
 	size_t i;
 
@@ -692,11 +692,11 @@ static void put_cgroups(const struct protect_set *ps, struct probes *p)
 		n++;
 	}
 	/* A list that shrinks: the count first, so no stale slot is read. */
-	if (n < p->skel->bss->guard_n_protect_cgroups)
-		__atomic_store_n(&p->skel->bss->guard_n_protect_cgroups, n, __ATOMIC_RELEASE);
+	if (n < p->skel->bss->guard_state.n_protect_cgroups)
+		__atomic_store_n(&p->skel->bss->guard_state.n_protect_cgroups, n, __ATOMIC_RELEASE);
 	for (i = n; i < UMT_GUARD_MAX_PROTECT_CGROUPS; i++)
 		c[i].id = 0;
-	__atomic_store_n(&p->skel->bss->guard_n_protect_cgroups, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->skel->bss->guard_state.n_protect_cgroups, n, __ATOMIC_RELEASE);
 }
 
 int protect__to_kernel(const struct protect_set *ps, struct probes *p)
