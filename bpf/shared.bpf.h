@@ -3,7 +3,7 @@
  * What every program file of the umtrace object uses. The .bpf.c files
  * of bpf/ (but libcuda_scan's, an object of its own) are compiled apart and
  * linked into one object by bpftool gen object, one skeleton: a map or a
- * global is defined in one file and declared extern where others use it.
+ * global is defined in one file and declared extern once, in that file's header.
  * These are shared.bpf.c's: the thread's window of an open GPU call, the
  * ring buffer, the processes that made GPU calls, the pid filter, and the
  * counters user space reads.
