@@ -1256,6 +1256,7 @@ def test_guard_time_to_floor(env):
     g = Guard(env, floor, extra=["--metrics-file", prom])
     st = read_state(g.state)
     assert "slide_horizon" not in st and "seconds_to_floor" not in st, st
+    assert "\nslide: none " in g.umtrace("status").stdout
     job = env.popen([env.alloc_mix, "-n", "48", "-s", "32M", "-a", "alloc", "-k",
                      "-w", "60000", "-o", "/dev/null"],
                     env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
@@ -1272,6 +1273,8 @@ def test_guard_time_to_floor(env):
             st = read_state(g.state)
             with open(prom) as f:
                 text = f.read()
+        said = g.umtrace("status")
+        js = json.loads(g.umtrace("status", "--json").stdout)
     finally:
         job.kill()
         job.wait(timeout=30)
@@ -1291,6 +1294,9 @@ def test_guard_time_to_floor(env):
         p = subprocess.run(["promtool", "check", "metrics"], input=text,
                            capture_output=True, text=True)
         assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"^slide: falling \S+/h over the last 60 s: the floor in about \d+ s$",
+                     said.stdout, re.M), said.stdout
+    assert js["slide"]["horizon_seconds"] == 60 and js["slide"]["seconds_to_floor"] >= 0, js
     print(f"    named {per_s / MIB:.0f} MiB/s, floor in {seconds} s; the job's: {m.group(1)} s")
 
 

@@ -39,6 +39,32 @@ void status_usage(FILE *f)
 "shown) or on error, 2 on a usage error.\n");
 }
 
+/* "2.5 h", "40 min", "17 s": as precise as a forecast is. */
+static const char *fmt_eta(uint64_t s, char *buf, size_t len)
+{
+	if (s >= 2 * 3600)
+		snprintf(buf, len, "%.1f h", s / 3600.0);
+	else if (s >= 120)
+		snprintf(buf, len, "%llu min", (unsigned long long)(s + 30) / 60);
+	else
+		snprintf(buf, len, "%llu s", (unsigned long long)s);
+	return buf;
+}
+
+static void print_slide(const struct guard_status *st)
+{
+	char r[32], h[32], eta[32];
+
+	if (!st->slide_horizon) {
+		printf("slide: none (looked at over 1 min, 15 min and 1 h)\n");
+		return;
+	}
+	printf("slide: falling %s/h over the last %s: the floor in about %s\n",
+	       fmt_bytes(st->slide_per_hour, r, sizeof(r)),
+	       fmt_eta(st->slide_horizon, h, sizeof(h)),
+	       fmt_eta(st->seconds_to_floor, eta, sizeof(eta)));
+}
+
 static void print_pages(const struct guard_status *st)
 {
 	char m[32];
@@ -110,6 +136,7 @@ static void print_text(const struct guard_status *st, bool alive)
 	       met, fmt_bytes(st->metric_value, a, sizeof(a)),
 	       fmt_bytes_signed(st->headroom, false, b, sizeof(b)),
 	       (long long)(now - st->updated));
+	print_slide(st);
 	print_pages(st);
 	print_memlock(st);
 	printf("counters: %llu samples, %llu admission checks, %llu kernel stops, "
@@ -174,6 +201,13 @@ static void print_json(const struct guard_status *st, bool alive)
 	jsonw__str(&w, "memlock", mem_lock__name((enum mem_lock)st->memlock));
 	jsonw__str(&w, "helper_memlock", mem_lock__name((enum mem_lock)st->helper_memlock));
 	jsonw__u64(&w, "resident_bytes", st->resident_bytes);
+	if (st->slide_horizon) {
+		jsonw__object(&w, "slide");
+		jsonw__u64(&w, "horizon_seconds", st->slide_horizon);
+		jsonw__u64(&w, "bytes_per_hour", st->slide_per_hour);
+		jsonw__u64(&w, "seconds_to_floor", st->seconds_to_floor);
+		jsonw__object_end(&w);
+	}
 	jsonw__array(&w, "stopped");
 	for (i = 0; i < st->n_stopped; i++)
 		print_json_stopped(&w, &st->stopped[i]);
