@@ -255,14 +255,11 @@ out_free:
 	return err;
 }
 
-static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_proc **pp = &s->procs[pid % PROC_BUCKETS];
-
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->next;
-	return pp;
-}
+/* A row of s->procs. */
+struct proc_ref {
+	uint32_t pid;
+	struct sym_proc *p;
+};
 
 static void proc_free(struct sym_proc *p)
 {
@@ -321,42 +318,47 @@ err_free:
 
 int sym_proc__get(struct symbolizer *s, uint32_t pid, struct sym_proc **out)
 {
-	struct sym_proc **pp = proc_slot(s, pid);
+	struct proc_ref *ref = pid_table__find(&s->procs, pid);
 	int err;
 
-	if (*pp) {
-		*out = *pp;
+	if (ref) {
+		*out = ref->p;
 		return 0;
 	}
 	err = proc_new(s, pid, out);
 	if (err)
 		return err;
-	*pp = *out;
+	ref = pid_table__get(&s->procs, pid);
+	if (!ref) {
+		proc_free(*out);
+		return -ENOMEM;
+	}
+	ref->p = *out;
 	return 0;
 }
 
 void sym_proc__forget(struct symbolizer *s, uint32_t pid)
 {
-	struct sym_proc **pp = proc_slot(s, pid), *p = *pp;
+	struct proc_ref *ref = pid_table__find(&s->procs, pid);
 
-	if (!p)
+	if (!ref)
 		return;
-	*pp = p->next;
-	proc_free(p);
+	proc_free(ref->p);
+	pid_table__remove(&s->procs, pid);
+}
+
+void sym_procs__init(struct symbolizer *s)
+{
+	pid_table__init(&s->procs, sizeof(struct proc_ref));
 }
 
 void sym_procs__free(struct symbolizer *s)
 {
-	struct sym_proc *p, *pnext;
 	size_t i;
 
-	for (i = 0; i < PROC_BUCKETS; i++) {
-		for (p = s->procs[i]; p; p = pnext) {
-			pnext = p->next;
-			proc_free(p);
-		}
-		s->procs[i] = NULL;
-	}
+	for (i = 0; i < s->procs.n; i++)
+		proc_free(((struct proc_ref *)pid_table__row(&s->procs, i))->p);
+	pid_table__free(&s->procs);
 }
 
 /* ---- modules ---- */
