@@ -192,8 +192,7 @@ static void hold_root(struct sym_proc *p)
 	char *text;
 	size_t len;
 
-	snprintf(path, sizeof(path), "/proc/%u/mountinfo", p->pid);
-	text = proc__read_file(path, &len);
+	text = proc__read_pid_file((pid_t)p->pid, "mountinfo", &len);
 	if (!text || !len) {
 		free(text);
 		text = NULL;
@@ -219,15 +218,14 @@ static void hold_root(struct sym_proc *p)
 int sym_proc__report(struct symbolizer *s, struct sym_proc *p)
 {
 	struct map_range vdso = {};
-	char path[32], *maps;
+	char *maps;
 	size_t len;
 	FILE *f;
 	int err;
 
 	p->reported_ns = clock__mono_ns();
 	s->st.reports++;
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-	maps = proc__read_file(path, &len);
+	maps = proc__read_pid_file((pid_t)p->pid, "maps", &len);
 	if (!maps)
 		return errno == ENOENT ? -ESRCH : -errno;
 	if (!len) {
