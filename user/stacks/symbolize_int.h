@@ -47,14 +47,21 @@ struct sym_cache {
 	uint32_t head, tail;
 };
 
-struct perf_ent {
-	uint64_t start, end;
-	uint32_t seq;		/* line order: a later line wins a tie */
-	char *name;
-};
-
 struct map_range {
 	uint64_t lo, hi;
+};
+
+/*
+ * Of n entries sorted by lo, stride bytes apart, each starting with its
+ * struct map_range: the last that starts at or below addr, if it covers
+ * addr; else NULL.
+ */
+const void *map_range__find(const void *v, size_t n, size_t stride, uint64_t addr);
+
+struct perf_ent {
+	struct map_range range;	/* first, for map_range__find */
+	uint32_t seq;		/* line order: a later line wins a tie */
+	char *name;
 };
 
 /* /tmp/perf-PID.map as read so far; the process only appends to it. */
