@@ -86,6 +86,14 @@ static unsigned int count(const char *hay, const char *needle)
 	return n;
 }
 
+/* As the guard does it: queue, then start the writer. */
+static int start_async(unsigned int max_lines)
+{
+	int err = log__queue(max_lines);
+
+	return err ? err : log__start_writer();
+}
+
 static void test_full_stderr_never_blocks(void)
 {
 	struct log_stats st;
@@ -96,7 +104,7 @@ static void test_full_stderr_never_blocks(void)
 	rd = stderr_to_full_pipe(&saved);
 	if (!CHECK(rd >= 0, "pipe", "%s", strerror(errno)))
 		return;
-	CHECK_EQ(log__start_async(8), 0, "start");
+	CHECK_EQ(start_async(8), 0, "start");
 	t0 = clock__mono_ns();
 	for (i = 0; i < 200; i++) {
 		log__printf(LOG_PRIO_INFO, "ordinary line %d\n", i);
@@ -131,7 +139,7 @@ static void test_stop_lines_dropped_last(void)
 	rd = stderr_to_full_pipe(&saved);
 	if (!CHECK(rd >= 0, "pipe", "%s", strerror(errno)))
 		return;
-	CHECK_EQ(log__start_async(4), 0, "start");
+	CHECK_EQ(start_async(4), 0, "start");
 	for (i = 0; i < 10; i++)
 		slog("guard: stop pid=%d", 1000 + i);
 	for (i = 0; i < 10; i++)
@@ -158,7 +166,7 @@ static void test_repeat(void)
 	rd = stderr_to_full_pipe(&saved);
 	if (!CHECK(rd >= 0, "pipe", "%s", strerror(errno)))
 		return;
-	CHECK_EQ(log__start_async(64), 0, "start");
+	CHECK_EQ(start_async(64), 0, "start");
 	log__stats(&a);
 	log__repeat(&r, 1000, "held %d", 1);
 	log__repeat(&r, 2000, "held %d", 2);

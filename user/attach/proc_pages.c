@@ -63,10 +63,9 @@ int proc_pages__refresh(struct proc_pages_view *v, enum proc_pages_order order)
 {
 	int err = read_counts(v);
 
-	if (err || !v->rows.n)	/* no row yet: rows is NULL, which qsort may not get */
+	if (err)
 		return err;
-	qsort(v->rows.rows, v->rows.n, v->rows.row_size,
-	      order == PROC_PAGES_BY_CHANGE ? by_change_desc : by_total_desc);
+	pid_table__sort(&v->rows, order == PROC_PAGES_BY_CHANGE ? by_change_desc : by_total_desc);
 	return 0;
 }
 

@@ -345,11 +345,23 @@ struct col_sum {
 	uint64_t first_ns;
 };
 
+/* The tallest column: the scale of bursts' or reclaims' bars. */
+static uint64_t cols_max(const struct col_sum *cols, size_t n)
+{
+	uint64_t max = 0;
+	size_t c;
+
+	for (c = 0; c < n; c++)
+		if (cols[c].sum > max)
+			max = cols[c].sum;
+	return max;
+}
+
 static void put_bursts(const struct draw *d, struct col_sum *cols)
 {
 	const struct timeline *t = d->t;
 	size_t i, c, labelled[BURST_LABELS], n_lab = 0;
-	uint64_t max = 0;
+	uint64_t max;
 	char b[32], tip[192];
 
 	memset(cols, 0, d->ncols * sizeof(*cols));
@@ -364,9 +376,7 @@ static void put_bursts(const struct draw *d, struct col_sum *cols)
 		cs->count++;
 		cs->sum += t->bursts[i].bytes;
 	}
-	for (c = 0; c < d->ncols; c++)
-		if (cols[c].sum > max)
-			max = cols[c].sum;
+	max = cols_max(cols, d->ncols);
 	for (c = 0; c < d->ncols; c++) {
 		double h, x = d->x0 + (double)c;
 		const char *comm;
@@ -416,7 +426,7 @@ static void put_bursts(const struct draw *d, struct col_sum *cols)
 static void put_reclaims(const struct draw *d, struct col_sum *cols)
 {
 	const struct timeline *t = d->t;
-	uint64_t max = 0;
+	uint64_t max;
 	size_t i, c;
 
 	memset(cols, 0, d->ncols * sizeof(*cols));
@@ -428,9 +438,7 @@ static void put_reclaims(const struct draw *d, struct col_sum *cols)
 		cs->count++;
 		cs->sum += t->reclaims[i].count;
 	}
-	for (c = 0; c < d->ncols; c++)
-		if (cols[c].sum > max)
-			max = cols[c].sum;
+	max = cols_max(cols, d->ncols);
 	for (c = 0; c < d->ncols; c++) {
 		if (!cols[c].count)
 			continue;

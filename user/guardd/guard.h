@@ -148,8 +148,7 @@ struct guard {
 	struct torch_model torch;	/* PyTorch's caching allocator per process */
 	struct flight_recorder *flight;
 	/* processes */
-	void *procs;		/* tsearch(3) tree of struct guard_proc */
-	size_t n_procs;
+	struct pid_table procs;	/* of { pid, struct guard_proc * } (guardd/procs.c) */
 	/* figures */
 	uint64_t last_metric;
 	struct trend slide[GUARD_HORIZONS];	/* last_metric, 1 min, 15 min, 1 h */

@@ -4,90 +4,89 @@
  * stopped, by pid, each with a pidfd opened at first sight so that a
  * recycled pid is never signalled.
  */
-#include <search.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include "guardd/guard.h"
 
-static int proc_cmp(const void *a, const void *b)
-{
-	const struct guard_proc *x = a, *y = b;
-
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
+/* A row of g->procs: callers keep a guard_proc across additions, so it stays put. */
+struct proc_ref {
+	uint32_t pid;
+	struct guard_proc *p;
+};
 
 struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create)
 {
-	struct guard_proc key = { .pid = pid }, *p, **slot;
+	struct proc_ref *ref = pid_table__find(&g->procs, pid);
+	struct guard_proc *p;
 
-	slot = tfind(&key, &g->procs, proc_cmp);
-	if (slot)
-		return *slot;
-	if (!create || g->n_procs >= GUARD_MAX_PROCS)
+	if (ref)
+		return ref->p;
+	if (!create || g->procs.n >= GUARD_MAX_PROCS)
 		return NULL;
+	/* The guard starts zeroed (calloc), its table unsized. */
+	if (!g->procs.row_size)
+		pid_table__init(&g->procs, sizeof(struct proc_ref));
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
 	p->pid = pid;
 	/* Opened now, while pid surely names this process. */
 	p->pidfd = pidfd__open((pid_t)pid);
-	if (p->pidfd < 0) {
-		free(p);
-		return NULL;
-	}
-	if (!tsearch(p, &g->procs, proc_cmp)) {
-		close(p->pidfd);
-		free(p);
-		return NULL;
-	}
-	g->n_procs++;
+	if (p->pidfd < 0)
+		goto err_free;
+	ref = pid_table__get(&g->procs, pid);
+	if (!ref)
+		goto err_close;
+	ref->p = p;
 	return p;
+err_close:
+	close(p->pidfd);
+err_free:
+	free(p);
+	return NULL;
 }
 
-struct collect {
-	struct guard_proc **v;
-	size_t n;
-};
-
-static void collect_one(const void *node, VISIT which, void *ctx)
+static int proc_cmp(const void *a, const void *b)
 {
-	struct collect *c = ctx;
+	const struct guard_proc *x = *(struct guard_proc *const *)a;
+	const struct guard_proc *y = *(struct guard_proc *const *)b;
 
-	if (which == postorder || which == leaf)
-		c->v[c->n++] = *(struct guard_proc *const *)node;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 struct guard_proc **guard__procs_sorted(struct guard *g, size_t *n)
 {
-	struct collect c = { .v = calloc(g->n_procs + 1, sizeof(*c.v)) };
+	struct guard_proc **v = calloc(g->procs.n + 1, sizeof(*v));
+	size_t i;
 
 	*n = 0;
-	if (!c.v)
+	if (!v)
 		return NULL;
-	twalk_r(g->procs, collect_one, &c);
-	*n = c.n;
-	return c.v;
+	for (i = 0; i < g->procs.n; i++)
+		v[i] = ((struct proc_ref *)pid_table__row(&g->procs, i))->p;
+	qsort(v, g->procs.n, sizeof(*v), proc_cmp);
+	*n = g->procs.n;
+	return v;
 }
 
-static void proc_free(void *p)
+static void proc_free(struct guard_proc *p)
 {
-	struct guard_proc *gp = p;
-
-	if (gp->pidfd >= 0)
-		close(gp->pidfd);
-	free(gp);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
 }
 
 void guard__proc_drop(struct guard *g, struct guard_proc *p)
 {
-	tdelete(p, &g->procs, proc_cmp);
-	g->n_procs--;
+	pid_table__remove(&g->procs, p->pid);
 	proc_free(p);
 }
 
 void guard__procs_free(struct guard *g)
 {
-	tdestroy(g->procs, proc_free);
-	g->procs = NULL;
-	g->n_procs = 0;
+	size_t i;
+
+	for (i = 0; i < g->procs.n; i++)
+		proc_free(((struct proc_ref *)pid_table__row(&g->procs, i))->p);
+	pid_table__free(&g->procs);
 }

@@ -207,15 +207,6 @@ int log__start_writer(void)
 	return 0;
 }
 
-int log__start_async(unsigned int max_lines)
-{
-	int err = log__queue(max_lines);
-
-	if (!err)
-		err = log__start_writer();
-	return err;
-}
-
 /* Queued lines with no writer to take them: written here, as before. */
 static void write_queued(void)
 {

@@ -13,10 +13,11 @@
  *
  * By default a line is written at once. A daemon that must never block
  * on its log (the guard: under systemd stderr is a stream to journald,
- * which can stall) calls log__start_async(): from then on a line is
- * queued and written by a thread of its own; when the queue is full the
- * oldest ordinary line is dropped first, a stop line last, and the count
- * of dropped lines is written once stderr takes lines again.
+ * which can stall) calls log__queue() and log__start_writer(): from
+ * then on a line is queued and written by a thread of its own; when the
+ * queue is full the oldest ordinary line is dropped first, a stop line
+ * last, and the count of dropped lines is written once stderr takes
+ * lines again.
  */
 #ifndef UMTRACE_LOG_H
 #define UMTRACE_LOG_H
@@ -47,14 +48,12 @@ void log__vprintf(enum log_prio prio, const char *fmt, va_list ap);
 /* A stop or a resume: the line an operator must not lose. */
 #define slog(fmt, ...) log__printf(LOG_PRIO_STOP, "umtrace: " fmt "\n", ##__VA_ARGS__)
 
-/* Queue up to max_lines lines from now on. 0 or -errno (then: as before). */
-int log__start_async(unsigned int max_lines);
 /*
- * The same in two steps: lines are queued (never written) from
- * log__queue() on, and written once log__start_writer() has started the
- * thread that writes them. A daemon queues from its first line and starts
- * the writer once it has dropped its capabilities, so that the thread
- * never holds them. 0 or -errno.
+ * Queue up to max_lines lines (never written) from log__queue() on;
+ * they are written once log__start_writer() has started the thread that
+ * writes them. A daemon queues from its first line and starts the writer
+ * once it has dropped its capabilities, so that the thread never holds
+ * them. 0 or -errno.
  */
 int log__queue(unsigned int max_lines);
 int log__start_writer(void);

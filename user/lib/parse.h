@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * What the option and config parsers share: trimming a token, and a
- * one-line error message into the caller's buffer.
+ * What the option and config parsers share: trimming a token, a word
+ * from a fixed list, and a one-line error message into the caller's
+ * buffer.
  */
 #ifndef UMTRACE_PARSE_H
 #define UMTRACE_PARSE_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -22,6 +24,17 @@ static inline char *str__trim(char *s)
 	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
 		*--end = '\0';
 	return s;
+}
+
+/* The index of s in names[0..n), or -EINVAL: for words that name an enum's values. */
+static inline int str__index(const char *s, const char *const *names, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return (int)i;
+	return -EINVAL;
 }
 
 /* The message into err (which may be NULL). */

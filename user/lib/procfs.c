@@ -60,6 +60,17 @@ char *proc__read_file(const char *path, size_t *len)
 	return buf;
 }
 
+char *proc__read_pid_file(pid_t pid, const char *name, size_t *len)
+{
+	char path[64];
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	else
+		snprintf(path, sizeof(path), "/proc/self/%s", name);
+	return proc__read_file(path, len);
+}
+
 int proc__status_find(const char *text, const char *key, char *buf, size_t len)
 {
 	size_t klen = strlen(key), n;
@@ -81,22 +92,34 @@ int proc__status_find(const char *text, const char *key, char *buf, size_t len)
 	return -ENOENT;
 }
 
-int proc__status(pid_t pid, const char *key, char *buf, size_t len)
+/* The finders' shape: a value of key in text, the file read whole. */
+typedef int (*find_fn)(const char *text, size_t text_len, const char *key, char *buf,
+		       size_t len);
+
+static int pid_file_find(pid_t pid, const char *file, find_fn find, const char *key,
+			 char *buf, size_t len)
 {
-	char path[32], *text;
 	size_t n;
+	char *text = proc__read_pid_file(pid, file, &n);
 	int err;
 
-	if (pid)
-		snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	else
-		snprintf(path, sizeof(path), "/proc/self/status");
-	text = proc__read_file(path, &n);
 	if (!text)
 		return -errno;
-	err = proc__status_find(text, key, buf, len);
+	err = find(text, n, key, buf, len);
 	free(text);
 	return err;
+}
+
+static int status_find(const char *text, size_t text_len, const char *key, char *buf,
+		       size_t len)
+{
+	(void)text_len;	/* a status file holds no NUL */
+	return proc__status_find(text, key, buf, len);
+}
+
+int proc__status(pid_t pid, const char *key, char *buf, size_t len)
+{
+	return pid_file_find(pid, "status", status_find, key, buf, len);
 }
 
 int proc__cgroup(pid_t pid, char *buf, size_t len)
@@ -196,17 +219,7 @@ int proc__environ_find(const char *env, size_t env_len, const char *name, char *
 
 int proc__environ(pid_t pid, const char *name, char *buf, size_t len)
 {
-	char path[64], *env;
-	size_t n;
-	int err;
-
-	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	env = proc__read_file(path, &n);
-	if (!env)
-		return -errno;
-	err = proc__environ_find(env, n, name, buf, len);
-	free(env);
-	return err;
+	return pid_file_find(pid, "environ", proc__environ_find, name, buf, len);
 }
 
 int proc__open_seen(pid_t pid, int root, const char *mountinfo, const char *path,
@@ -299,12 +312,10 @@ bool proc__mountinfo_on_fuse(const char *mountinfo, const char *path)
 
 bool proc__path_on_fuse(pid_t pid, const char *path)
 {
-	char file[64], *text;
 	size_t len;
+	char *text = proc__read_pid_file(pid, "mountinfo", &len);
 	bool fuse;
 
-	snprintf(file, sizeof(file), "/proc/%d/mountinfo", (int)pid);
-	text = proc__read_file(file, &len);
 	if (!text)
 		return false;
 	fuse = proc__mountinfo_on_fuse(text, path);

@@ -108,5 +108,7 @@ const char *cgroup2__root(void);
  */
 char *proc__read_fd(int fd, size_t *len);
 char *proc__read_file(const char *path, size_t *len);
+/* The same for /proc/PID/name; pid 0: this process's. */
+char *proc__read_pid_file(pid_t pid, const char *name, size_t *len);
 
 #endif /* UMTRACE_PROCFS_H */

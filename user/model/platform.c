@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "model/platform.h"
+#include "lib/parse.h"
 #include "lib/units.h"
 
 #define MIN_CALL_BYTES (1ULL << 20)	/* small calls may be sub-allocated */
@@ -15,14 +16,15 @@
 
 int platform__parse(const char *s, enum platform *out)
 {
-	if (!strcmp(s, "auto"))
-		*out = PLATFORM_AUTO;
-	else if (!strcmp(s, "unified"))
-		*out = PLATFORM_UNIFIED;
-	else if (!strcmp(s, "discrete"))
-		*out = PLATFORM_DISCRETE;
-	else
-		return -EINVAL;
+	static const char *const names[] = {
+		[PLATFORM_AUTO] = "auto", [PLATFORM_UNIFIED] = "unified",
+		[PLATFORM_DISCRETE] = "discrete",
+	};
+	int i = str__index(s, names, sizeof(names) / sizeof(names[0]));
+
+	if (i < 0)
+		return i;
+	*out = (enum platform)i;
 	return 0;
 }
 

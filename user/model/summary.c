@@ -19,6 +19,8 @@ static int row_cmp(const void *a, const void *b)
 	return 0;
 }
 
+_Static_assert(offsetof(struct summary_proc, pid) == 0, "a pid_table row starts with its pid");
+
 static int proc_cmp(const void *a, const void *b)
 {
 	const struct summary_proc *x = a, *y = b;
@@ -28,34 +30,20 @@ static int proc_cmp(const void *a, const void *b)
 
 const struct summary_proc *summary__proc(const struct summary *s, uint32_t pid)
 {
-	struct summary_proc key = { .pid = pid }, **slot;
-
-	slot = tfind(&key, &s->procs, proc_cmp);
-	return slot ? *slot : NULL;
+	return pid_table__find(&s->procs, pid);
 }
 
 static struct summary_proc *proc_get(struct summary *s, uint32_t pid)
 {
-	struct summary_proc key = { .pid = pid }, *n, **slot;
+	struct summary_proc *p = pid_table__find(&s->procs, pid);
 
-	slot = tfind(&key, &s->procs, proc_cmp);
-	if (slot)
-		return *slot;
-	if (s->n_procs >= s->max_procs) {
+	if (p)
+		return p;
+	if (s->procs.n >= s->max_procs) {
 		s->procs_refused++;
 		return NULL;
 	}
-	n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
-	n->pid = pid;
-	slot = tsearch(n, &s->procs, proc_cmp);
-	if (!slot) {
-		free(n);
-		return NULL;
-	}
-	s->n_procs++;
-	return n;
+	return pid_table__get(&s->procs, pid);
 }
 
 /* What counts as GPU memory held: not address space, not a second view. */
@@ -71,6 +59,7 @@ void summary__init(struct summary *s, uint64_t page_size)
 	s->max_rows = SUMMARY_MAX_ROWS;
 	s->max_procs = SUMMARY_MAX_PROCS;
 	s->table.max = SUMMARY_MAX_ALLOCS;
+	pid_table__init(&s->procs, sizeof(struct summary_proc));
 	platform__init(&s->platform, PLATFORM_AUTO);
 }
 
@@ -316,7 +305,6 @@ static void fold_row(struct summary *s, const struct summary_row *r)
 static void forget_proc(struct summary *s, uint32_t pid, bool fold)
 {
 	struct summary_row rkey = { .pid = pid }, **slot, *row;
-	struct summary_proc pkey = { .pid = pid }, **proc, *p;
 	uint32_t api;
 
 	for (api = 0; api < UMT_API__COUNT; api++) {
@@ -331,13 +319,7 @@ static void forget_proc(struct summary *s, uint32_t pid, bool fold)
 			fold_row(s, row);
 		free(row);
 	}
-	proc = tfind(&pkey, &s->procs, proc_cmp);
-	if (!proc)
-		return;
-	p = *proc;
-	tdelete(&pkey, &s->procs, proc_cmp);
-	free(p);
-	s->n_procs--;
+	pid_table__remove(&s->procs, pid);
 }
 
 void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r)
@@ -414,7 +396,10 @@ uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc 
 
 struct summary_proc *summary__procs(const struct summary *s, size_t *n)
 {
-	return tree_to_array(s->procs, s->n_procs, sizeof(struct summary_proc), n);
+	struct summary_proc *v = pid_table__sorted_copy(&s->procs, proc_cmp);
+
+	*n = v ? s->procs.n : 0;
+	return v;
 }
 
 static void free_row(void *p)
@@ -425,7 +410,7 @@ static void free_row(void *p)
 void summary__free(struct summary *s)
 {
 	tdestroy(s->rows, free_row);
-	tdestroy(s->procs, free_row);
+	pid_table__free(&s->procs);
 	alloc_table__free(&s->table);
 	memset(s, 0, sizeof(*s));
 }

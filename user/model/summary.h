@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include "lib/pid_table.h"
 #include "model/alloc_table.h"
 #include "model/cuda_api.h"
 #include "model/platform.h"
@@ -76,8 +77,7 @@ struct summary {
 	struct platform_model platform;
 	void *rows;		/* tsearch(3) tree of struct summary_row */
 	size_t n_rows;
-	void *procs;		/* tsearch(3) tree of struct summary_proc */
-	size_t n_procs;
+	struct pid_table procs;	/* of struct summary_proc */
 	struct alloc_table table;
 	uint64_t page_size;
 	uint64_t records;

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include "lib/parse.h"
 #include "rec/recfile_int.h"
 
 #define SCAN_BLOCK	(64 * 1024)
@@ -66,17 +66,6 @@ static ssize_t src_read(struct recfile_reader *r, uint64_t off, void *dst, size_
 	return (ssize_t)done;
 }
 
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
 static int read_header(struct recfile_reader *r, char *why, size_t why_len)
 {
 	uint8_t h[RECFILE_HDR_SIZE];
@@ -84,30 +73,33 @@ static int read_header(struct recfile_reader *r, char *why, size_t why_len)
 	uint32_t hdr_size;
 
 	if (n < 0) {
-		say(why, why_len, "%s", strerror((int)-n));
+		errbuf__set(why, why_len, "%s", strerror((int)-n));
 		return (int)n;
 	}
 	if (n == 0) {
-		say(why, why_len, "empty file: not a umtrace recording");
+		errbuf__set(why, why_len, "empty file: not a umtrace recording");
 		return -EINVAL;
 	}
 	if (memcmp(h, HDR_MAGIC, (size_t)n < HDR_MAGIC_LEN ? (size_t)n : HDR_MAGIC_LEN)) {
-		say(why, why_len, "not a umtrace recording (no recording header)");
+		errbuf__set(why, why_len, "not a umtrace recording (no recording header)");
 		return -EINVAL;
 	}
 	if (n >= 12 && get_le32(h + 8) != RECFILE_VERSION) {
-		say(why, why_len, "recording format version %u: this umtrace reads version %u",
-		    get_le32(h + 8), RECFILE_VERSION);
+		errbuf__set(why, why_len,
+			    "recording format version %u: this umtrace reads version %u",
+			    get_le32(h + 8), RECFILE_VERSION);
 		return -EPROTONOSUPPORT;
 	}
 	if ((size_t)n < sizeof(h)) {
-		say(why, why_len, "recording cut short inside its header (%zd of %d bytes): "
-		    "nothing to read", n, RECFILE_HDR_SIZE);
+		errbuf__set(why, why_len,
+			    "recording cut short inside its header (%zd of %d bytes): "
+			    "nothing to read", n, RECFILE_HDR_SIZE);
 		return -EBADMSG;
 	}
 	hdr_size = get_le32(h + 12);
 	if (hdr_size != RECFILE_HDR_SIZE || get_le32(h + 168) != (uint32_t)crc32(0, h, 168)) {
-		say(why, why_len, "recording header is damaged (checksum): nothing to read");
+		errbuf__set(why, why_len,
+			    "recording header is damaged (checksum): nothing to read");
 		return -EBADMSG;
 	}
 	r->info.version = RECFILE_VERSION;
@@ -117,7 +109,8 @@ static int read_header(struct recfile_reader *r, char *why, size_t why_len)
 	memcpy(r->info.hostname, h + 40, RECFILE_NAME_MAX - 1);
 	memcpy(r->info.release, h + 104, RECFILE_NAME_MAX - 1);
 	if (!r->info.page_size || (r->info.page_size & (r->info.page_size - 1))) {
-		say(why, why_len, "recording header is damaged (page size %u)", r->info.page_size);
+		errbuf__set(why, why_len,
+			    "recording header is damaged (page size %u)", r->info.page_size);
 		return -EBADMSG;
 	}
 	r->off = RECFILE_HDR_SIZE;
@@ -146,20 +139,20 @@ struct recfile_reader *recfile_reader__open(const char *path, char *why, size_t 
 	int err;
 
 	if (!r) {
-		say(why, why_len, "%s", strerror(ENOMEM));
+		errbuf__set(why, why_len, "%s", strerror(ENOMEM));
 		return NULL;
 	}
 	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below. */
 	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (r->fd < 0 || fstat(r->fd, &sb)) {
 		err = errno;
-		say(why, why_len, "%s", strerror(err));
+		errbuf__set(why, why_len, "%s", strerror(err));
 		recfile_reader__close(r);
 		errno = err;
 		return NULL;
 	}
 	if (!S_ISREG(sb.st_mode)) {
-		say(why, why_len, "not a regular file");
+		errbuf__set(why, why_len, "not a regular file");
 		recfile_reader__close(r);
 		errno = EINVAL;
 		return NULL;
@@ -174,7 +167,7 @@ struct recfile_reader *recfile_reader__open_mem(const void *buf, size_t len,
 	struct recfile_reader *r = calloc(1, sizeof(*r));
 
 	if (!r) {
-		say(why, why_len, "%s", strerror(ENOMEM));
+		errbuf__set(why, why_len, "%s", strerror(ENOMEM));
 		return NULL;
 	}
 	r->fd = -1;
@@ -209,8 +202,9 @@ static int chunk_at(struct recfile_reader *r, uint64_t off, uint32_t seq, bool c
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < sizeof(h)) {
-		say(why, why_len, "chunk %u at byte %llu is cut short (%zd of %d header bytes)",
-		    seq, (unsigned long long)off, n, RECFILE_CHUNK_HDR);
+		errbuf__set(why, why_len,
+			    "chunk %u at byte %llu is cut short (%zd of %d header bytes)",
+			    seq, (unsigned long long)off, n, RECFILE_CHUNK_HDR);
 		return -EBADMSG;
 	}
 	raw_len = get_le32(h + 8);
@@ -218,19 +212,21 @@ static int chunk_at(struct recfile_reader *r, uint64_t off, uint32_t seq, bool c
 	flags = get_le32(h + 16);
 	if (memcmp(h, CHUNK_MAGIC, 4) || raw_len > RECFILE_RAW_MAX || !comp_len ||
 	    comp_len > comp_max() || (flags & ~RECFILE_CHUNK_LAST)) {
-		say(why, why_len, "chunk %u at byte %llu: not a chunk header", seq,
-		    (unsigned long long)off);
+		errbuf__set(why, why_len, "chunk %u at byte %llu: not a chunk header", seq,
+			    (unsigned long long)off);
 		return -EBADMSG;
 	}
 	if (check_seq && get_le32(h + 4) != seq) {
-		say(why, why_len, "chunk %u at byte %llu: out of sequence (numbered %u)", seq,
-		    (unsigned long long)off, get_le32(h + 4));
+		errbuf__set(why, why_len,
+			    "chunk %u at byte %llu: out of sequence (numbered %u)", seq,
+			    (unsigned long long)off, get_le32(h + 4));
 		return -EBADMSG;
 	}
 	if (comp_len > r->size - off - RECFILE_CHUNK_HDR) {
-		say(why, why_len, "chunk %u at byte %llu is cut short (%llu of %u bytes)", seq,
-		    (unsigned long long)off,
-		    (unsigned long long)(r->size - off - RECFILE_CHUNK_HDR), comp_len);
+		errbuf__set(why, why_len,
+			    "chunk %u at byte %llu is cut short (%llu of %u bytes)", seq,
+			    (unsigned long long)off,
+			    (unsigned long long)(r->size - off - RECFILE_CHUNK_HDR), comp_len);
 		return -EBADMSG;
 	}
 	err = recfile__grow(&r->zbuf, &r->zcap, comp_len);
@@ -242,15 +238,15 @@ static int chunk_at(struct recfile_reader *r, uint64_t off, uint32_t seq, bool c
 	if (n < 0)
 		return (int)n;
 	if ((size_t)n < comp_len) {
-		say(why, why_len, "chunk %u at byte %llu is cut short", seq,
-		    (unsigned long long)off);
+		errbuf__set(why, why_len, "chunk %u at byte %llu is cut short", seq,
+			    (unsigned long long)off);
 		return -EBADMSG;
 	}
 	crc = (uint32_t)crc32(0, h, 20);
 	crc = (uint32_t)crc32(crc, r->zbuf, comp_len);
 	if (crc != get_le32(h + 20)) {
-		say(why, why_len, "chunk %u at byte %llu: checksum mismatch", seq,
-		    (unsigned long long)off);
+		errbuf__set(why, why_len, "chunk %u at byte %llu: checksum mismatch", seq,
+			    (unsigned long long)off);
 		return -EBADMSG;
 	}
 	c->raw_len = raw_len;
@@ -328,8 +324,8 @@ int recfile_reader__next(struct recfile_reader *r, const void **data, size_t *le
 	}
 	if (r->last_seen) {
 		/* Nothing belongs after the last chunk. */
-		say(r->st.why, sizeof(r->st.why), "%llu bytes of junk after the last chunk",
-		    (unsigned long long)(r->size - r->off));
+		errbuf__set(r->st.why, sizeof(r->st.why), "%llu bytes of junk after the last chunk",
+			    (unsigned long long)(r->size - r->off));
 		r->done = true;
 		r->st.damaged = true;
 		r->st.lost_bytes = r->size - r->off;
@@ -348,8 +344,9 @@ int recfile_reader__next(struct recfile_reader *r, const void **data, size_t *le
 	comp_len = c.comp_len;
 	zerr = uncompress2(r->raw, &raw_len, r->zbuf, &comp_len);
 	if (zerr != Z_OK || raw_len != c.raw_len || comp_len != c.comp_len) {
-		say(r->st.why, sizeof(r->st.why), "chunk %u at byte %llu does not decompress",
-		    r->seq, (unsigned long long)r->off);
+		errbuf__set(r->st.why, sizeof(r->st.why),
+			    "chunk %u at byte %llu does not decompress",
+			    r->seq, (unsigned long long)r->off);
 		return stop_damaged(r);
 	}
 	if (c.flags & RECFILE_CHUNK_LAST)

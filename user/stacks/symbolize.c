@@ -181,6 +181,7 @@ struct symbolizer *symbolizer__new_cap(size_t cache_cap)
 
 	if (!s)
 		return NULL;
+	sym_procs__init(s);
 	err = sym_cache__init(&s->cache, cache_cap);
 	if (err)
 		goto err_free;

@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include "lib/hashtab.h"
+#include "lib/pid_table.h"
 #include "lib/procfs.h"
 #include "lib/strtab.h"
 #include "stacks/symbolize.h"
 
-#define PROC_BUCKETS	256
 #define REFRESH_NS	(100 * 1000 * 1000ULL)	/* maps, perf map: 10/s at most */
 #define BUILD_ID_MAX	64
 #define NO_FILE		STRTAB_NONE
@@ -47,14 +47,21 @@ struct sym_cache {
 	uint32_t head, tail;
 };
 
-struct perf_ent {
-	uint64_t start, end;
-	uint32_t seq;		/* line order: a later line wins a tie */
-	char *name;
-};
-
 struct map_range {
 	uint64_t lo, hi;
+};
+
+/*
+ * Of n entries sorted by lo, stride bytes apart, each starting with its
+ * struct map_range: the last that starts at or below addr, if it covers
+ * addr; else NULL.
+ */
+const void *map_range__find(const void *v, size_t n, size_t stride, uint64_t addr);
+
+struct perf_ent {
+	struct map_range range;	/* first, for map_range__find */
+	uint32_t seq;		/* line order: a later line wins a tie */
+	char *name;
 };
 
 /* /tmp/perf-PID.map as read so far; the process only appends to it. */
@@ -84,7 +91,6 @@ struct sym_mod {
 };
 
 struct sym_proc {
-	struct sym_proc *next;
 	uint32_t pid;
 	uint32_t nspid;		/* its pid in its own namespace; 0: not read */
 	Dwfl *dwfl;
@@ -112,8 +118,11 @@ struct sym_proc {
 };
 
 struct symbolizer {
-	/* A few dozen processes at most, each looked up once a stack. */
-	struct sym_proc *procs[PROC_BUCKETS];
+	/*
+	 * Of { pid, struct sym_proc * }: a few dozen processes at most, each
+	 * looked up once a stack; libdwfl keeps a sym_proc, so it stays put.
+	 */
+	struct pid_table procs;
 	/*
 	 * Mapped files however many processes map them, known by their
 	 * build-id or, without one, by dev, inode and mtime: the id is the
@@ -145,6 +154,7 @@ Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr);
 /* A sym_mod for each of its modules (an unwinder meets them unasked). */
 void sym_proc__prepare_mods(struct symbolizer *s, struct sym_proc *p);
 void sym_proc__forget(struct symbolizer *s, uint32_t pid);
+void sym_procs__init(struct symbolizer *s);
 void sym_procs__free(struct symbolizer *s);
 /* The module's sym_mod, made on first sight. NULL when out of memory. */
 struct sym_mod *sym_mod__get(struct symbolizer *s, struct sym_proc *p, Dwfl_Module *mod);

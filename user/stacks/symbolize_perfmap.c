@@ -42,28 +42,9 @@ static int perf_ent_cmp(const void *a, const void *b)
 {
 	const struct perf_ent *x = a, *y = b;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
+	if (x->range.lo != y->range.lo)
+		return x->range.lo < y->range.lo ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* The last entry starting at or below addr, if it covers addr. */
-static const struct perf_ent *perf_map_find(const struct perf_map *pm,
-					    uint64_t addr)
-{
-	size_t lo = 0, hi = pm->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->ents[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= pm->ents[lo - 1].end)
-		return NULL;
-	return &pm->ents[lo - 1];
 }
 
 /* "START SIZE NAME", START and SIZE in hex; 0: taken, else skipped. */
@@ -99,8 +80,8 @@ static int perf_map_add(struct perf_map *pm, char *line)
 	if (!e->name)
 		return -ENOMEM;
 	pm->name_bytes += strlen(name) + 1;
-	e->start = start;
-	e->end = start + size;
+	e->range.lo = start;
+	e->range.hi = start + size;
 	e->seq = pm->n++;
 	return 0;
 }
@@ -226,11 +207,11 @@ bool perf_map__resolve(struct symbolizer *s, struct sym_proc *p, struct sym_fram
 
 	if (refresh && !perf_map_refresh(p))
 		return false;
-	e = perf_map_find(&p->pm, f->addr);
+	e = map_range__find(p->pm.ents, p->pm.n, sizeof(*e), f->addr);
 	if (!e)
 		return false;
 	f->func = strtab__intern_str(&s->names, e->name);
 	f->module = s->perf_module;
-	f->offset = f->func ? f->addr - e->start : 0;
+	f->offset = f->func ? f->addr - e->range.lo : 0;
 	return true;
 }

@@ -162,18 +162,28 @@ static int report_vdso(struct sym_proc *p, const struct map_range *vdso)
 	return dwfl_report_module(p->dwfl, name, vdso->lo, vdso->hi) ? 0 : -ENOMEM;
 }
 
-Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr)
+const void *map_range__find(const void *v, size_t n, size_t stride, uint64_t addr)
 {
-	size_t lo = 0, hi = p->n_files, mid;
+	const struct map_range *r;
+	size_t lo = 0, hi = n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (p->files[mid].lo <= addr)
+		r = (const void *)((const char *)v + mid * stride);
+		if (r->lo <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo || addr >= p->files[lo - 1].hi)
+	if (!lo)
+		return NULL;
+	r = (const void *)((const char *)v + (lo - 1) * stride);
+	return addr < r->hi ? r : NULL;
+}
+
+Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr)
+{
+	if (!map_range__find(p->files, p->n_files, sizeof(*p->files), addr))
 		return NULL;
 	return dwfl_addrmodule(p->dwfl, addr);
 }
@@ -192,8 +202,7 @@ static void hold_root(struct sym_proc *p)
 	char *text;
 	size_t len;
 
-	snprintf(path, sizeof(path), "/proc/%u/mountinfo", p->pid);
-	text = proc__read_file(path, &len);
+	text = proc__read_pid_file((pid_t)p->pid, "mountinfo", &len);
 	if (!text || !len) {
 		free(text);
 		text = NULL;
@@ -219,15 +228,14 @@ static void hold_root(struct sym_proc *p)
 int sym_proc__report(struct symbolizer *s, struct sym_proc *p)
 {
 	struct map_range vdso = {};
-	char path[32], *maps;
+	char *maps;
 	size_t len;
 	FILE *f;
 	int err;
 
 	p->reported_ns = clock__mono_ns();
 	s->st.reports++;
-	snprintf(path, sizeof(path), "/proc/%u/maps", p->pid);
-	maps = proc__read_file(path, &len);
+	maps = proc__read_pid_file((pid_t)p->pid, "maps", &len);
 	if (!maps)
 		return errno == ENOENT ? -ESRCH : -errno;
 	if (!len) {
@@ -255,14 +263,11 @@ out_free:
 	return err;
 }
 
-static struct sym_proc **proc_slot(struct symbolizer *s, uint32_t pid)
-{
-	struct sym_proc **pp = &s->procs[pid % PROC_BUCKETS];
-
-	while (*pp && (*pp)->pid != pid)
-		pp = &(*pp)->next;
-	return pp;
-}
+/* A row of s->procs. */
+struct proc_ref {
+	uint32_t pid;
+	struct sym_proc *p;
+};
 
 static void proc_free(struct sym_proc *p)
 {
@@ -321,42 +326,47 @@ err_free:
 
 int sym_proc__get(struct symbolizer *s, uint32_t pid, struct sym_proc **out)
 {
-	struct sym_proc **pp = proc_slot(s, pid);
+	struct proc_ref *ref = pid_table__find(&s->procs, pid);
 	int err;
 
-	if (*pp) {
-		*out = *pp;
+	if (ref) {
+		*out = ref->p;
 		return 0;
 	}
 	err = proc_new(s, pid, out);
 	if (err)
 		return err;
-	*pp = *out;
+	ref = pid_table__get(&s->procs, pid);
+	if (!ref) {
+		proc_free(*out);
+		return -ENOMEM;
+	}
+	ref->p = *out;
 	return 0;
 }
 
 void sym_proc__forget(struct symbolizer *s, uint32_t pid)
 {
-	struct sym_proc **pp = proc_slot(s, pid), *p = *pp;
+	struct proc_ref *ref = pid_table__find(&s->procs, pid);
 
-	if (!p)
+	if (!ref)
 		return;
-	*pp = p->next;
-	proc_free(p);
+	proc_free(ref->p);
+	pid_table__remove(&s->procs, pid);
+}
+
+void sym_procs__init(struct symbolizer *s)
+{
+	pid_table__init(&s->procs, sizeof(struct proc_ref));
 }
 
 void sym_procs__free(struct symbolizer *s)
 {
-	struct sym_proc *p, *pnext;
 	size_t i;
 
-	for (i = 0; i < PROC_BUCKETS; i++) {
-		for (p = s->procs[i]; p; p = pnext) {
-			pnext = p->next;
-			proc_free(p);
-		}
-		s->procs[i] = NULL;
-	}
+	for (i = 0; i < s->procs.n; i++)
+		proc_free(((struct proc_ref *)pid_table__row(&s->procs, i))->p);
+	pid_table__free(&s->procs);
 }
 
 /* ---- modules ---- */

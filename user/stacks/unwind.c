@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/parse.h"
 #include "lib/sys.h"
 #include "stacks/unwind.h"
 
@@ -261,14 +262,14 @@ void ustack_table__free(struct ustack_table *t)
 
 int stack_mode__parse(const char *s, enum stack_mode *mode)
 {
-	if (!strcmp(s, "auto"))
-		*mode = STACK_AUTO;
-	else if (!strcmp(s, "fp"))
-		*mode = STACK_FP;
-	else if (!strcmp(s, "dwarf"))
-		*mode = STACK_DWARF;
-	else
-		return -EINVAL;
+	static const char *const names[] = {
+		[STACK_AUTO] = "auto", [STACK_FP] = "fp", [STACK_DWARF] = "dwarf",
+	};
+	int i = str__index(s, names, sizeof(names) / sizeof(names[0]));
+
+	if (i < 0)
+		return i;
+	*mode = (enum stack_mode)i;
 	return 0;
 }
 
