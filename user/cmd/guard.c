@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include "attach/opts.h"
 #include "cmd/commands.h"
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "guard/pin.h"
 #include "guard/state.h"
 #include "lib/log.h"

@@ -48,7 +48,7 @@ struct guard_status {
 	 */
 	uint64_t pages_always, pages_on, arm_margin, arm_late_us, arms;
 	/*
-	 * The metric's slide (guardd/guard.h), on the shortest horizon that
+	 * The metric's slide (guardd/daemon.h), on the shortest horizon that
 	 * names one: its length in seconds (0: none slides), its fall per
 	 * hour, and when the floor is reached at that pace.
 	 */

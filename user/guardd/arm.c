@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "guardd/arm.h"
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "guardd/kernel.h"
 #include "lib/sys.h"
 #include "lib/units.h"

@@ -3,7 +3,7 @@
  * The guard daemon: arm the kernel side (bpf/guard.bpf.h), turn its
  * records into who-holds-what and stops, sample on every tick
  * (guardd/tick.c), and disarm on SIGINT or SIGTERM. Its state is struct
- * guard (guardd/guard.h); it is made and torn down here alone.
+ * guard (guardd/daemon.h); it is made and torn down here alone.
  */
 #include <errno.h>
 #include <signal.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/wait.h>
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "guardd/kernel.h"
 #include "lib/escape.h"
 #include "lib/sys.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "lib/escape.h"
 #include "lib/units.h"
 #include "lib/sys.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include "attach/caps.h"
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "lib/sys.h"
 
 /*

@@ -10,7 +10,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "guard/state.h"
 #include "lib/log.h"
 #include "lib/meminfo.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * The post-mortem of each stop (guard.h): its record in the flight
+ * The post-mortem of each stop (daemon.h): its record in the flight
  * recorder, then, in a child, the bundle carrying the recorder's last
  * minutes, and the --on-stop hook.
  */
@@ -16,7 +16,7 @@
 #include "export/flame_build.h"
 #include "export/summary_out.h"
 #include "export/torch_out.h"
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "lib/escape.h"
 #include "lib/log.h"
 #include "lib/units.h"

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "guardd/kernel.h"
 #include "lib/escape.h"
 #include "lib/log.h"

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "lib/sys.h"
 #include "stacks/callstack.h"
 

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "guardd/kernel.h"
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 
 static const uint64_t horizon_s[GUARD_HORIZONS] = { 60, 900, 3600 };
 

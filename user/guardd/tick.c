@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include "guardd/guard.h"
+#include "guardd/daemon.h"
 #include "guardd/kernel.h"
 #include "lib/sys.h"
 #include "lib/procfs.h"

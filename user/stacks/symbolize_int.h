@@ -56,7 +56,24 @@ struct map_range {
  * struct map_range: the last that starts at or below addr, if it covers
  * addr; else NULL.
  */
-const void *map_range__find(const void *v, size_t n, size_t stride, uint64_t addr);
+static inline const void *map_range__find(const void *v, size_t n, size_t stride, uint64_t addr)
+{
+	const struct map_range *r;
+	size_t lo = 0, hi = n, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		r = (const void *)((const char *)v + mid * stride);
+		if (r->lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	r = (const void *)((const char *)v + (lo - 1) * stride);
+	return addr < r->hi ? r : NULL;
+}
 
 struct perf_ent {
 	struct map_range range;	/* first, for map_range__find */

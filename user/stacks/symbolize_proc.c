@@ -162,25 +162,6 @@ static int report_vdso(struct sym_proc *p, const struct map_range *vdso)
 	return dwfl_report_module(p->dwfl, name, vdso->lo, vdso->hi) ? 0 : -ENOMEM;
 }
 
-const void *map_range__find(const void *v, size_t n, size_t stride, uint64_t addr)
-{
-	const struct map_range *r;
-	size_t lo = 0, hi = n, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		r = (const void *)((const char *)v + mid * stride);
-		if (r->lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	r = (const void *)((const char *)v + (lo - 1) * stride);
-	return addr < r->hi ? r : NULL;
-}
-
 Dwfl_Module *sym_proc__module(struct sym_proc *p, uint64_t addr)
 {
 	if (!map_range__find(p->files, p->n_files, sizeof(*p->files), addr))

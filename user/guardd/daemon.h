@@ -30,8 +30,8 @@
  * struct guard below is the daemon's state, shared by those files;
  * nothing here prints but through lib/log.h.
  */
-#ifndef UMTRACE_GUARDD_GUARD_H
-#define UMTRACE_GUARDD_GUARD_H
+#ifndef UMTRACE_GUARDD_DAEMON_H
+#define UMTRACE_GUARDD_DAEMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -270,4 +270,4 @@ bool guard__protected(struct guard *g, const struct guard_proc *p);
 int guard__setup_protect(struct guard *g);
 void guard__refresh_protect(struct guard *g, uint64_t now_ms);
 
-#endif /* UMTRACE_GUARDD_GUARD_H */
+#endif /* UMTRACE_GUARDD_DAEMON_H */
