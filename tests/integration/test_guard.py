@@ -339,6 +339,10 @@ def test_guard_gpu_hog_stopped_before_floor(env):
         prom = f.read()
     stops = re.findall(r'umtrace_guard_stops_total\{reason="(?:admission|floor)"\} (\d+)', prom)
     assert sum(int(n) for n in stops) == resumes, prom
+    # Its flight recorder holds the calls; nothing was lost on the way out.
+    m = re.search(r"^umtrace_guard_flight_recorder_bytes (\d+)$", prom, re.M)
+    assert m and int(m.group(1)) > 0, prom
+    assert re.search(r"^umtrace_guard_log_lines_dropped_total 0$", prom, re.M), prom
     if shutil.which("promtool"):
         p = subprocess.run(["promtool", "check", "metrics"], input=prom,
                            capture_output=True, text=True)

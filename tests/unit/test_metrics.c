@@ -52,6 +52,10 @@ static const struct guard_snapshot sample = {
 	.n_stops = 2,
 	.kernel_decisions = 2,
 	.last_stop_time = 1700000000.5,
+	.log_dropped = 7,
+	.log_stops_dropped = 1,
+	.file_writes_failed = 3,
+	.file_writes_superseded = 4,
 	.procs = procs,
 	.n_procs = 2,
 	.torch_on = true,
@@ -121,6 +125,21 @@ static const char expected[] =
 	"# HELP umtrace_guard_last_stop_timestamp_seconds When the last process was stopped, in Unix time (0: never).\n"
 	"# TYPE umtrace_guard_last_stop_timestamp_seconds gauge\n"
 	"umtrace_guard_last_stop_timestamp_seconds 1700000000.500\n"
+	"# HELP umtrace_guard_log_lines_dropped_total Log lines the daemon dropped: its log queue "
+	"was full (a stalled stderr).\n"
+	"# TYPE umtrace_guard_log_lines_dropped_total counter\n"
+	"umtrace_guard_log_lines_dropped_total 7\n"
+	"# HELP umtrace_guard_log_stop_lines_dropped_total Of those, lines that told a stop.\n"
+	"# TYPE umtrace_guard_log_stop_lines_dropped_total counter\n"
+	"umtrace_guard_log_stop_lines_dropped_total 1\n"
+	"# HELP umtrace_guard_file_writes_failed_total Writes of the state file or the metrics "
+	"that failed.\n"
+	"# TYPE umtrace_guard_file_writes_failed_total counter\n"
+	"umtrace_guard_file_writes_failed_total 3\n"
+	"# HELP umtrace_guard_file_writes_superseded_total Contents of those files replaced by "
+	"newer ones before a slow disk took them.\n"
+	"# TYPE umtrace_guard_file_writes_superseded_total counter\n"
+	"umtrace_guard_file_writes_superseded_total 4\n"
 	"# HELP umtrace_seconds_to_floor When the host reaches the guard's floor: at the pace "
 	"its metric falls now, or (pid, comm) that job's GPU-attributed host memory grows; "
 	"on the shortest horizon that shows a slide.\n"
@@ -225,6 +244,23 @@ static void test_exact_text(void)
 	      strstr(text, "\numtrace_guard_last_stop_timestamp_seconds 0\n") &&
 	      strstr(text, "# TYPE umtrace_guard_stops_total counter\n# HELP") &&
 	      !strstr(text, "{"), "empty", "got:\n%s", text ? text : "(null)");
+	free(text);
+}
+
+/* The flight recorder's figures only where there is one. */
+static void test_flight_recorder(void)
+{
+	static struct guard_snapshot m;
+	char *text;
+
+	m = sample;
+	m.flight_on = true;
+	m.flight_bytes = 16777216;
+	m.flight_evicted = 9;
+	text = format(&m);
+	CHECK(text && strstr(text, "\numtrace_guard_flight_recorder_bytes 16777216\n") &&
+	      strstr(text, "\numtrace_guard_flight_recorder_evicted_total 9\n"), "on",
+	      "got:\n%s", text ? text : "(null)");
 	free(text);
 }
 
@@ -413,6 +449,7 @@ int main(int argc, char **argv)
 	}
 	RUN_SUBTEST(test_exact_text);
 	RUN_SUBTEST(test_seconds_to_floor);
+	RUN_SUBTEST(test_flight_recorder);
 	RUN_SUBTEST(test_label_escaping);
 	RUN_SUBTEST(test_atomic_replace);
 	RUN_SUBTEST(test_symlinks);

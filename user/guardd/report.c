@@ -217,6 +217,24 @@ int metrics__format(FILE *f, const struct guard_snapshot *s)
 	else
 		fputs(PREFIX "last_stop_timestamp_seconds 0\n", f);
 
+	counter(f, "log_lines_dropped_total",
+		"Log lines the daemon dropped: its log queue was full (a stalled stderr).",
+		s->log_dropped);
+	counter(f, "log_stop_lines_dropped_total", "Of those, lines that told a stop.",
+		s->log_stops_dropped);
+	counter(f, "file_writes_failed_total",
+		"Writes of the state file or the metrics that failed.", s->file_writes_failed);
+	counter(f, "file_writes_superseded_total",
+		"Contents of those files replaced by newer ones before a slow disk took them.",
+		s->file_writes_superseded);
+	if (s->flight_on) {
+		gauge(f, "flight_recorder_bytes", "Memory the flight recorder holds.",
+		      s->flight_bytes);
+		counter(f, "flight_recorder_evicted_total",
+			"Events the flight recorder let go, by age or its memory budget.",
+			s->flight_evicted);
+	}
+
 	/* Absent when nothing slides: never a huge number standing for none. */
 	fputs("# HELP umtrace_seconds_to_floor When the host reaches the guard's floor: at the "
 	      "pace its metric falls now, or (pid, comm) that job's GPU-attributed host memory "

@@ -64,6 +64,11 @@ struct guard_snapshot {
 	uint64_t resumes;
 	uint64_t kernel_decisions;	/* the kernel side's, told or let go */
 	double last_stop_time;	/* Unix seconds; 0: never */
+	/* What the daemon could not keep: log lines, files, flight events. */
+	uint64_t log_dropped, log_stops_dropped;
+	uint64_t file_writes_failed, file_writes_superseded;
+	bool flight_on;
+	uint64_t flight_bytes, flight_evicted;
 	/* Arrays the snapshot owns (guard_snapshot__free). */
 	const struct guard_metrics_count *stops;
 	size_t n_stops;

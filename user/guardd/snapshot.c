@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "guardd/kernel.h"
+#include "lib/file_writer.h"
+#include "rec/flight_recorder.h"
 #include "guardd/daemon.h"
 
 static const uint64_t horizon_s[GUARD_HORIZONS] = { 60, 900, 3600 };
@@ -142,6 +144,29 @@ static void proc_slide(struct guard *g, const struct guard_proc *p,
 	row->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, rate);
 }
 
+/* What the daemon could not keep, and its flight recorder's memory. */
+static void snapshot_losses(struct guard *g, struct guard_snapshot *s)
+{
+	struct file_writer_stats fw;
+	struct flight_stats fl;
+	struct log_stats ls;
+
+	log__stats(&ls);
+	s->log_dropped = ls.dropped;
+	s->log_stops_dropped = ls.dropped_stops;
+	if (g->report.files) {
+		file_writer__stats(g->report.files, &fw);
+		s->file_writes_failed = fw.failed;
+		s->file_writes_superseded = fw.replaced;
+	}
+	if (g->flight) {
+		flight__stats(g->flight, &fl);
+		s->flight_on = true;
+		s->flight_bytes = fl.bytes;
+		s->flight_evicted = fl.evicted;
+	}
+}
+
 /* What only the metrics show: memory, counts by reason, each process. */
 static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 			     struct guard_proc **all, size_t n, struct guard_snapshot *s)
@@ -158,6 +183,7 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 	s->resumes = g->resumes;
 	s->kernel_decisions = ks->stops;
 	s->last_stop_time = (double)g->last_stop;
+	snapshot_losses(g, s);
 	for (r = 0; stops && r < GUARD_N_REASONS; r++) {
 		stops[r].reason = guard_reason__name(UMT_GUARD_ADMISSION + r);
 		stops[r].count = g->stops_by[r];
