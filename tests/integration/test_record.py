@@ -118,6 +118,23 @@ def test_record_keeps_device_node_bytes(env):
     assert "from device nodes (not host RAM)" in txt.stdout, txt.stdout[:600]
 
 
+def test_record_verbose_says_what_symbols_cost(env):
+    """-v says how the call sites' frames were named: from the per-file
+    cache, looked up, evicted to stay under the cache's cap, and how often
+    a process's maps were read; the same frames again come from the cache."""
+    import re
+    path = env.tmpfile("sym.umt")
+    p = _record_cmd(env, path, [env.alloc_mix, "-n", "20", "-s", "1M", "-a", "alloc",
+                                "-o", "/dev/null"], extra=["-v"])
+    assert p.returncode == 0, p.stderr
+    m = re.search(r"^umtrace: symbols: (\d+) frames answered from the cache, (\d+) looked "
+                  r"up, (\d+) evicted, (\d+) reads of a process's maps$", p.stderr, re.M)
+    assert m, p.stderr[-2000:]
+    hits, misses, evicted, reads = map(int, m.groups())
+    # 20 calls from one site: its frames are looked up once, then cached.
+    assert misses >= 1 and hits >= misses and evicted == 0 and reads >= 1, m.group(0)
+
+
 def test_record_damaged_files(env):
     """Cut or flipped: the good prefix is read with a one-line warning
     (exit 0); not a recording, or a future version: one-line error (exit 1)."""

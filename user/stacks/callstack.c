@@ -86,7 +86,16 @@ void callstack__forget(struct callstack *cs, uint32_t pid)
 void callstack__log_stats(const struct callstack *cs)
 {
 	struct unwind_stats st;
+	struct sym_stats ss;
 
+	if (cs->sym) {
+		/* Evictions say the per-file cache's cap is too small for the job. */
+		symbolizer__stats(cs->sym, &ss);
+		vlog("symbols: %llu frames answered from the cache, %llu looked up, %llu "
+		     "evicted, %llu reads of a process's maps",
+		     (unsigned long long)ss.hits, (unsigned long long)ss.misses,
+		     (unsigned long long)ss.evictions, (unsigned long long)ss.reports);
+	}
 	if (!cs->uw)
 		return;
 	unwinder__stats(cs->uw, &st);
