@@ -217,11 +217,7 @@ static int sum_cmp(const void *a, const void *b)
 {
 	const struct site_sum *x = a, *y = b;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->site != y->site)
-		return x->site < y->site ? -1 : 1;
-	return 0;
+	return cmp__u64(x->pid, y->pid) ?: cmp__u64(x->site, y->site);
 }
 
 static struct site_sum *sum_get(struct flamegraph *fg, uint32_t pid, uint32_t site)

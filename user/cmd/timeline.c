@@ -141,7 +141,7 @@ static int acc_cmp(const void *a, const void *b)
 {
 	const struct burst_acc *x = a, *y = b;
 
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	return cmp__u64(x->pid, y->pid);
 }
 
 static struct burst_acc *acc_get(struct tl_cmd *c, uint32_t pid)

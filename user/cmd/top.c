@@ -210,7 +210,7 @@ static int row_cmp(const void *a, const void *b)
 		dx = x->growth_per_h, dy = y->growth_per_h;
 		break;
 	case SORT_PID:
-		return x->p.pid < y->p.pid ? -1 : x->p.pid > y->p.pid;
+		return cmp__u64(x->p.pid, y->p.pid);
 	default:
 		dx = (double)x->holds, dy = (double)y->holds;
 	}

@@ -51,7 +51,7 @@ static int proc_cmp(const void *a, const void *b)
 	const struct guard_proc *x = *(struct guard_proc *const *)a;
 	const struct guard_proc *y = *(struct guard_proc *const *)b;
 
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	return cmp__u64(x->pid, y->pid);
 }
 
 struct guard_proc **guard__procs_sorted(struct guard *g, size_t *n)

@@ -13,6 +13,15 @@
 #include <stdint.h>
 #include <time.h>
 
+/*
+ * -1, 0 or 1 as a < b, a == b, a > b: a comparator for qsort or tsearch
+ * chains one per key with ?:.
+ */
+static inline int cmp__u64(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
+
 static inline uint64_t clock__ns_of(clockid_t id)
 {
 	struct timespec ts;

@@ -3,19 +3,15 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/sys.h"
 #include "model/alloc_table.h"
 
 static int key_cmp(const void *a, const void *b)
 {
 	const struct alloc_key *x = a, *y = b;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->space != y->space)
-		return x->space < y->space ? -1 : 1;
-	if (x->handle != y->handle)
-		return x->handle < y->handle ? -1 : 1;
-	return 0;
+	return cmp__u64(x->pid, y->pid) ?: cmp__u64(x->space, y->space) ?:
+	       cmp__u64(x->handle, y->handle);
 }
 
 static void account(struct alloc_table *t, const struct alloc_entry *e, int sign)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/sys.h"
 #include "model/callsites.h"
 
 #define KEY_MAX 8192
@@ -19,9 +20,7 @@ static int key_cmp(const void *a, const void *b)
 {
 	const struct callsite *x = a, *y = b;
 
-	if (x->api != y->api)
-		return x->api < y->api ? -1 : 1;
-	return strcmp(x->key, y->key);
+	return cmp__u64(x->api, y->api) ?: strcmp(x->key, y->key);
 }
 
 /*

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/sys.h"
 #include "model/cuda_api.h"
 #include "model/summary.h"
 
@@ -12,11 +13,7 @@ static int row_cmp(const void *a, const void *b)
 {
 	const struct summary_row *x = a, *y = b;
 
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->api != y->api)
-		return x->api < y->api ? -1 : 1;
-	return 0;
+	return cmp__u64(x->pid, y->pid) ?: cmp__u64(x->api, y->api);
 }
 
 _Static_assert(offsetof(struct summary_proc, pid) == 0, "a pid_table row starts with its pid");
@@ -25,7 +22,7 @@ static int proc_cmp(const void *a, const void *b)
 {
 	const struct summary_proc *x = a, *y = b;
 
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	return cmp__u64(x->pid, y->pid);
 }
 
 const struct summary_proc *summary__proc(const struct summary *s, uint32_t pid)

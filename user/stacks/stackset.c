@@ -13,6 +13,7 @@
 #include "lib/escape.h"
 #include "lib/hashtab.h"
 #include "lib/strtab.h"
+#include "lib/sys.h"
 #include "stacks/stackset.h"
 
 #define NO_ID STRTAB_NONE
@@ -390,9 +391,7 @@ static int stack_cmp(const void *a, const void *b)
 		if (c)
 			return c;
 	}
-	if (x->n_frames != y->n_frames)
-		return x->n_frames < y->n_frames ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	return cmp__u64(x->n_frames, y->n_frames) ?: cmp__u64(x->pid, y->pid);
 }
 
 const struct stack **stackset__sorted(const struct stackset *set)

@@ -42,9 +42,7 @@ static int perf_ent_cmp(const void *a, const void *b)
 {
 	const struct perf_ent *x = a, *y = b;
 
-	if (x->range.lo != y->range.lo)
-		return x->range.lo < y->range.lo ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return cmp__u64(x->range.lo, y->range.lo) ?: cmp__u64(x->seq, y->seq);
 }
 
 /* "START SIZE NAME", START and SIZE in hex; 0: taken, else skipped. */
