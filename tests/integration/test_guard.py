@@ -1279,6 +1279,9 @@ def test_guard_time_to_floor(env):
                 text = f.read()
         said = g.umtrace("status")
         js = json.loads(g.umtrace("status", "--json").stdout)
+        top = subprocess.run([env.umtrace, "top", "--once", "-i", "1s", "--libcuda", env.fake,
+                              "--state-file", g.state], capture_output=True, text=True,
+                             timeout=60)
     finally:
         job.kill()
         job.wait(timeout=30)
@@ -1301,6 +1304,9 @@ def test_guard_time_to_floor(env):
     assert re.search(r"^slide: falling \S+/h over the last 60 s: the floor in about \d+ s$",
                      said.stdout, re.M), said.stdout
     assert js["slide"]["horizon_seconds"] == 60 and js["slide"]["seconds_to_floor"] >= 0, js
+    assert top.returncode == 0, top.stderr
+    assert re.search(r"^guard %d: the floor in about \d+ s, falling \S+/h over the last 60 s$"
+                     % g.p.pid, top.stdout, re.M), top.stdout
     print(f"    named {per_s / MIB:.0f} MiB/s, floor in {seconds} s; the job's: {m.group(1)} s")
 
 

@@ -108,6 +108,24 @@ static void test_fmt_bytes_iec(void)
 	CHECK(strlen(fmt_bytes_iec(~0ULL, b, 4)) == 3, "short buffer", "got %s", b);
 }
 
+static void test_fmt_seconds(void)
+{
+	static const struct {
+		uint64_t s;
+		const char *want;
+	} cases[] = {
+		{ 0, "0 s" }, { 17, "17 s" }, { 119, "119 s" }, { 120, "2 min" },
+		{ 149, "2 min" }, { 150, "3 min" }, { 7199, "120 min" }, { 7200, "2.0 h" },
+		{ 460800, "128.0 h" },
+	};
+	char b[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		CHECK(!strcmp(fmt_seconds(cases[i].s, b, sizeof(b)), cases[i].want), "seconds",
+		      "%llu: got %s, want %s", (unsigned long long)cases[i].s, b, cases[i].want);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_parse_size);
@@ -116,5 +134,6 @@ int main(void)
 	RUN_SUBTEST(test_fmt_bytes);
 	RUN_SUBTEST(test_fmt_bytes_signed);
 	RUN_SUBTEST(test_fmt_bytes_iec);
+	RUN_SUBTEST(test_fmt_seconds);
 	return CHECK_EXIT();
 }

@@ -39,18 +39,6 @@ void status_usage(FILE *f)
 "shown) or on error, 2 on a usage error.\n");
 }
 
-/* "2.5 h", "40 min", "17 s": as precise as a forecast is. */
-static const char *fmt_eta(uint64_t s, char *buf, size_t len)
-{
-	if (s >= 2 * 3600)
-		snprintf(buf, len, "%.1f h", s / 3600.0);
-	else if (s >= 120)
-		snprintf(buf, len, "%llu min", (unsigned long long)(s + 30) / 60);
-	else
-		snprintf(buf, len, "%llu s", (unsigned long long)s);
-	return buf;
-}
-
 static void print_slide(const struct guard_status *st)
 {
 	char r[32], h[32], eta[32];
@@ -61,8 +49,8 @@ static void print_slide(const struct guard_status *st)
 	}
 	printf("slide: falling %s/h over the last %s: the floor in about %s\n",
 	       fmt_bytes(st->slide_per_hour, r, sizeof(r)),
-	       fmt_eta(st->slide_horizon, h, sizeof(h)),
-	       fmt_eta(st->seconds_to_floor, eta, sizeof(eta)));
+	       fmt_seconds(st->slide_horizon, h, sizeof(h)),
+	       fmt_seconds(st->seconds_to_floor, eta, sizeof(eta)));
 }
 
 static void print_pages(const struct guard_status *st)

@@ -389,7 +389,7 @@ static void kthread_rows(struct top *t, FILE *f)
 /* The running guard, if any: a header line, and its mark for each row. */
 static void guard_header(struct top *t, FILE *f)
 {
-	char b[2][16];
+	char b[3][16];
 	size_t i, held = 0;
 
 	t->guard_alive = false;
@@ -404,6 +404,11 @@ static void guard_header(struct top *t, FILE *f)
 	fprintf(f, "guard %u: floor %s, headroom %s, %zu held (G: T stopped, F frozen)\n",
 		t->guard->pid, fmt_bytes(t->guard->floor, b[0], sizeof(b[0])),
 		fmt_signed(t->guard->headroom, true, b[1], sizeof(b[1])), held);
+	if (t->guard->slide_horizon)
+		fprintf(f, "guard %u: the floor in about %s, falling %s/h over the last %s\n",
+			t->guard->pid, fmt_seconds(t->guard->seconds_to_floor, b[0], sizeof(b[0])),
+			fmt_bytes(t->guard->slide_per_hour, b[1], sizeof(b[1])),
+			fmt_seconds(t->guard->slide_horizon, b[2], sizeof(b[2])));
 }
 
 static char guard_mark(const struct top *t, uint32_t pid)

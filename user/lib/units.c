@@ -142,3 +142,14 @@ const char *fmt_bytes_iec(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%.1f %s", v, units[i]);
 	return buf;
 }
+
+const char *fmt_seconds(uint64_t s, char *buf, size_t len)
+{
+	if (s >= 2 * 3600)
+		snprintf(buf, len, "%.1f h", s / 3600.0);
+	else if (s >= 120)
+		snprintf(buf, len, "%llu min", (unsigned long long)(s + 30) / 60);
+	else
+		snprintf(buf, len, "%llu s", (unsigned long long)s);
+	return buf;
+}

@@ -30,5 +30,7 @@ const char *fmt_bytes_signed(int64_t bytes, bool plus, char *buf, size_t len);
  * Always terminated.
  */
 const char *fmt_bytes_iec(uint64_t bytes, char *buf, size_t len);
+/* A time ahead, as precise as a forecast is: "2.5 h", "40 min", "17 s". */
+const char *fmt_seconds(uint64_t s, char *buf, size_t len);
 
 #endif /* UMTRACE_UNITS_H */
