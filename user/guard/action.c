@@ -9,9 +9,6 @@
 #include "guard/action.h"
 #include "lib/procfs.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 #ifndef SYS_pidfd_send_signal
 #define SYS_pidfd_send_signal 424
 #endif
@@ -30,13 +27,6 @@ int guard_act__parse(const char *s, enum guard_act *out)
 const char *guard_act__name(enum guard_act a)
 {
 	return a == GUARD_ACT_FREEZE ? "freeze" : "stop";
-}
-
-int pidfd__open(pid_t pid)
-{
-	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	return fd < 0 ? -errno : fd;
 }
 
 int guard_act__signal(int pidfd, pid_t pid, int sig)

@@ -22,8 +22,6 @@ enum guard_act {
 int guard_act__parse(const char *s, enum guard_act *out);
 const char *guard_act__name(enum guard_act a);
 
-/* pidfd_open(2), or -errno. */
-int pidfd__open(pid_t pid);
 /* SIGSTOP/SIGCONT through a pidfd (or the pid if pidfd < 0). 0 or -errno. */
 int guard_act__signal(int pidfd, pid_t pid, int sig);
 

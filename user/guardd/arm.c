@@ -12,13 +12,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "guardd/arm.h"
 #include "guardd/daemon.h"
 #include "guardd/kernel.h"
+#include "lib/procfs.h"
 #include "lib/sys.h"
 #include "lib/units.h"
 
@@ -340,7 +340,7 @@ static void __attribute__((noreturn)) helper_main(struct guard_armer *a, pid_t d
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	prctl(PR_SET_NAME, "umtrace-arm");
-	pfd.fd = (int)syscall(SYS_pidfd_open, daemon, 0);
+	pfd.fd = pidfd__open(daemon);
 	if (pfd.fd < 0 || getppid() != daemon)
 		orphaned(a, l);
 	/* Nothing written here: a full stderr would hold the looks (act). */

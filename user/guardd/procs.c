@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "guardd/daemon.h"
+#include "lib/procfs.h"
 
 /* A row of g->procs: callers keep a guard_proc across additions, so it stays put. */
 struct proc_ref {

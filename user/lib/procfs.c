@@ -7,8 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include "lib/out_file.h"
 #include "lib/procfs.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 char *proc__read_fd(int fd, size_t *len)
 {
@@ -440,4 +445,11 @@ bool proc__maps_path(const char *src, char *dst, size_t len)
 	}
 	dst[o] = '\0';
 	return changed;
+}
+
+int pidfd__open(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	return fd < 0 ? -errno : fd;
 }

@@ -111,4 +111,10 @@ char *proc__read_file(const char *path, size_t *len);
 /* The same for /proc/PID/name; pid 0: this process's. */
 char *proc__read_pid_file(pid_t pid, const char *name, size_t *len);
 
+/*
+ * pidfd_open(2), or -errno: a handle that names this process and no later
+ * one with its pid, for signals and for a poll that wakes at its exit.
+ */
+int pidfd__open(pid_t pid);
+
 #endif /* UMTRACE_PROCFS_H */
