@@ -16,6 +16,7 @@
 #include "model/torch.h"
 
 #define MIB (1ULL << 20)
+#define GIB (1ULL << 30)
 #define MS 1000000ULL
 #define STEP_NS (100 * MS)
 #define T0 (1000 * 1000 * MS)	/* a monotonic time well past 0 */
@@ -455,6 +456,71 @@ static void test_out_of_order(void)
 	torch_model__free(&m);
 }
 
+/*
+ * The seed's slide, 1 GiB an hour for 16 minutes, a sample each 250 ms: too
+ * slow for the window (0.6 MiB in 2 s), named on the 15 min horizon with
+ * its rate; the floor's slide is a leak, reserved's without it
+ * fragmentation; a flat job is neither.
+ */
+static void slide(struct torch_model *m, double floor_h, double reserved_h, double peak_h,
+		  unsigned int seconds)
+{
+	struct torch_sample t;
+	unsigned int i;
+
+	for (i = 0; i <= seconds * 4; i++) {
+		memset(&t, 0, sizeof(t));
+		t.ts_ns = T0 + i * 250 * MS;
+		t.pid = 7;
+		t.flags = TORCH_S_TOTALS;
+		t.allocated = t.alloc_low = GIB + (uint64_t)(floor_h * i / 4 / 3600);
+		t.alloc_high = t.peak_allocated = t.allocated + 512 * MIB +
+						  (uint64_t)(peak_h * i / 4 / 3600);
+		t.reserved = t.peak_reserved = 2 * GIB + (uint64_t)(reserved_h * i / 4 / 3600);
+		t.allocs = 8ULL * (i + 1);
+		t.frees = 8ULL * (i + 1) - 2;
+		strcpy(t.comm, "job");
+		CHECK(!torch_model__add(m, &t), "add", "%u", i);
+	}
+}
+
+static void test_slow_slides(void)
+{
+	static const struct {
+		double floor_h, reserved_h, peak_h;
+		unsigned int seconds;
+		enum torch_kind kind;
+		uint64_t horizon;
+	} cases[] = {
+		{ GIB, GIB, 0, 960, TORCH_LEAK, 900 },
+		{ 0, GIB, 0, 960, TORCH_FRAGMENTATION, 900 },
+		/* Reserved grows with the tensors' peak: demand, not fragmentation. */
+		{ 0, GIB, GIB, 960, TORCH_OK, 0 },
+		{ 0, 0, 0, 960, TORCH_OK, 0 },
+		/* 5 minutes of it: under half the quarter's span, and a minute moves 17 MiB. */
+		{ GIB, GIB, 0, 300, TORCH_OK, 0 },
+	};
+	struct torch_rules r;
+	struct torch_model m;
+	struct torch_verdict v;
+	unsigned int i;
+
+	rules(&r);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		torch_model__init(&m, &r);
+		slide(&m, cases[i].floor_h, cases[i].reserved_h, cases[i].peak_h, cases[i].seconds);
+		CHECK(torch_model__judge_pid(&m, 7, &v), "judged", "%u", i);
+		CHECK(v.kind == cases[i].kind && v.slide_horizon == cases[i].horizon, "named",
+		      "%u: %s on %llu s", i, torch_kind__name(v.kind),
+		      (unsigned long long)v.slide_horizon);
+		if (cases[i].horizon)
+			CHECK(v.slide_per_hour > 0.9 * GIB && v.slide_per_hour < 1.1 * GIB, "rate",
+			      "%u: %.0f MiB/h", i, v.slide_per_hour / MIB);
+		CHECK(cases[i].kind == TORCH_OK || v.advice, "advice", "%u: none", i);
+		torch_model__free(&m);
+	}
+}
+
 static void test_conf(void)
 {
 	CHECK_EQ(torch_conf__parse(NULL), 0, "unset");
@@ -520,6 +586,7 @@ int main(void)
 	RUN_SUBTEST(test_idle_keeps_verdict);
 	RUN_SUBTEST(test_devices);
 	RUN_SUBTEST(test_out_of_order);
+	RUN_SUBTEST(test_slow_slides);
 	RUN_SUBTEST(test_conf);
 	RUN_SUBTEST(test_hook_forms);
 	RUN_SUBTEST(test_environ);

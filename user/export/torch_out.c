@@ -111,6 +111,14 @@ static void explain(const struct torch_model *m, const struct torch_verdict *v, 
 			m->rules.window_ns / 1e9);
 		return;
 	}
+	if (v->slide_horizon) {
+		fprintf(f, "  verdict %s: over the last %s, %s rises %s/h, a slide too slow for "
+			"a window of %.1f s\n", torch_kind__name(v->kind),
+			fmt_seconds(v->slide_horizon, u, sizeof(u)),
+			v->kind == TORCH_LEAK ? "allocated's floor" : "reserved (not the floor)",
+			fmt_bytes((uint64_t)v->slide_per_hour, r, sizeof(r)), m->rules.window_ns / 1e9);
+		return;
+	}
 	fmt_bytes_signed(v->reserved_growth, true, r, sizeof(r));
 	fmt_bytes_signed(v->floor_growth, true, fl, sizeof(fl));
 	fmt_bytes_signed(v->peak_growth, true, pk, sizeof(pk));
@@ -184,7 +192,8 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 			"\"expandable_segments\":%s,\"expandable_known\":%s,\"max_split_size\":%s,"
 			"\"phase\":\"%s\",\"verdict\":\"%s\",\"window_s\":%.2f,"
 			"\"reserved_growth\":%lld,\"floor_growth\":%lld,\"peak_growth\":%lld,"
-			"\"unused\":%llu,\"unused_share\":%.4f,\"exited\":%s,\"advice\":",
+			"\"unused\":%llu,\"unused_share\":%.4f,\"slide_horizon_s\":%llu,"
+			"\"slide_per_hour\":%.0f,\"exited\":%s,\"advice\":",
 			d->device, (unsigned long long)v.allocated, (unsigned long long)v.reserved,
 			(unsigned long long)v.cached, v.cached_share,
 			(unsigned long long)v.peak_allocated, (unsigned long long)v.peak_reserved,
@@ -196,6 +205,7 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 			torch_kind__name(v.kind), v.span_ns / 1e9,
 			(long long)v.reserved_growth, (long long)v.floor_growth,
 			(long long)v.peak_growth, (unsigned long long)v.unused, v.unused_share,
+			(unsigned long long)v.slide_horizon, v.slide_per_hour,
 			d->exited ? "true" : "false");
 		json__string(f, torch_out__advice(&v, sites, advice, sizeof(advice)));
 		fputs("}\n", f);

@@ -169,6 +169,29 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 		sl->high = high;
 }
 
+static const uint64_t horizon_s[TORCH_HORIZONS] = { 60, 900, 3600 };
+
+static void into_trends(struct torch_dev *d, const struct torch_sample *s)
+{
+	uint64_t low = s->alloc_low < s->allocated ? s->alloc_low : s->allocated;
+	uint64_t high = s->alloc_high > s->allocated ? s->alloc_high : s->allocated;
+	uint64_t unused = s->reserved > high ? s->reserved - high : 0;
+	unsigned int i;
+
+	for (i = 0; i < TORCH_HORIZONS; i++) {
+		if (!d->floor_t[i].slot_ns) {	/* new: made zeroed */
+			trend__init(&d->floor_t[i], horizon_s[i] * 1000000000ULL);
+			trend__init(&d->reserved_t[i], horizon_s[i] * 1000000000ULL);
+			trend__init(&d->unused_t[i], horizon_s[i] * 1000000000ULL);
+		}
+		trend__add(&d->floor_t[i], s->ts_ns, (double)low);
+		if (!(s->flags & TORCH_S_TOTALS))
+			continue;
+		trend__add(&d->reserved_t[i], s->ts_ns, (double)s->reserved);
+		trend__add(&d->unused_t[i], s->ts_ns, (double)unused);
+	}
+}
+
 int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 {
 	struct torch_dev *d = dev_of(m, s->pid, s->device);
@@ -184,6 +207,7 @@ int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 	if (!d->first_ns || s->ts_ns < d->first_ns)
 		d->first_ns = s->ts_ns;
 	into_slot(m, d, s);
+	into_trends(d, s);
 	/* Samples may come out of order (the table read beside the ring buffer). */
 	if (s->allocs + s->frees >= d->last.allocs + d->last.frees)
 		d->last = *s;
@@ -399,6 +423,58 @@ static void decide(const struct torch_rules *r, const struct halves *h, struct t
 		v->kind = TORCH_CACHE_HELD;
 }
 
+/*
+ * A trend over horizon seconds that rises by a significant growth of base
+ * (or, base < 0, of its own level) over slots spanning half of it at least.
+ */
+static bool slides_up(const struct torch_rules *r, const struct trend *t, uint64_t horizon,
+		      uint64_t now, double base, double *per_hour)
+{
+	struct trend_fit f;
+	double need;
+
+	if (!trend__fit(t, now, &f) || f.span_s * 2 < (double)horizon)
+		return false;
+	if (base < 0)
+		base = f.last - f.slope * f.span_s;
+	need = r->growth_frac * (base > 0 ? base : 0);
+	if (need < (double)r->min_growth)
+		need = (double)r->min_growth;
+	*per_hour = f.slope * 3600;
+	return trend_fit__slides(&f, 1, need);
+}
+
+/* What the window cannot see: a slide on the shortest horizon that names one. */
+static void judge_slide(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v)
+{
+	uint64_t now = d->last.ts_ns;
+	double floor_h, reserved_h, unused_h;
+	unsigned int i;
+
+	if (v->kind == TORCH_LEAK || v->kind == TORCH_FRAGMENTATION)
+		return;		/* named in the window already */
+	for (i = 0; i < TORCH_HORIZONS; i++) {
+		if (slides_up(&m->rules, &d->floor_t[i], horizon_s[i], now, -1, &floor_h)) {
+			v->kind = TORCH_LEAK;
+			v->slide_per_hour = floor_h;
+		} else if (v->reserved_known &&
+			   slides_up(&m->rules, &d->reserved_t[i], horizon_s[i], now, -1,
+				     &reserved_h) &&
+			   /* new segments no tensor needs: not demand */
+			   slides_up(&m->rules, &d->unused_t[i], horizon_s[i], now,
+				     (double)v->reserved - reserved_h * horizon_s[i] / 3600,
+				     &unused_h)) {
+			v->kind = TORCH_FRAGMENTATION;
+			v->slide_per_hour = reserved_h;
+		} else {
+			continue;
+		}
+		v->slide_horizon = horizon_s[i];
+		return;
+	}
+}
+
 static int by_bytes(const void *a, const void *b)
 {
 	const struct torch_site *x = a, *y = b;
@@ -448,6 +524,7 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 	v->span_ns = (w[n - 1].n - w[0].n + 1) * slot_ns(m);
 	halves_of(w, n, &h);
 	decide(&m->rules, &h, v);
+	judge_slide(m, d, v);
 	v->advice = advise(v);
 }
 

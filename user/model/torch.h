@@ -59,11 +59,22 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "lib/pid_table.h"
+#include "model/trend.h"
 #include "umtrace.h"
 
 /* Slots in a window; at least this many after the warm-up to judge. */
 #define TORCH_SLOTS		8
 #define TORCH_MIN_SLOTS		3
+/*
+ * Horizons beyond the window, 1 min, 15 min and 1 h (model/trend.h): a
+ * slide too slow for the window (the seed's 1 GB/h is 1.1 MiB a 4 s
+ * window) is named on the shortest on which allocated's floor rises by a
+ * significant growth (leak), or reserved and its unused part do while the
+ * floor does not (fragmentation), most of every two of its slots agreeing.
+ * A horizon is judged once its slots span half of it: what is shorter
+ * is the window's.
+ */
+#define TORCH_HORIZONS		3
 /* Call sites of its segments kept per process: those that took most. */
 #define TORCH_SITES		4
 
@@ -145,6 +156,9 @@ struct torch_verdict {
 	int64_t floor_growth;
 	int64_t peak_growth;		/* of allocated's highest */
 	unsigned int advice;		/* TORCH_ADV_* */
+	/* named on a horizon beyond the window: its length (s; 0: none), the rate */
+	uint64_t slide_horizon;
+	double slide_per_hour;		/* of the floor (leak) or reserved (fragmentation) */
 	/* the call sites of its segments (callsites ids), most bytes first */
 	uint32_t sites[TORCH_SITES];
 	unsigned int n_sites;
@@ -172,6 +186,9 @@ struct torch_dev {
 	uint64_t first_ns;
 	struct torch_sample last;
 	struct torch_slot slots[TORCH_SLOTS];	/* by slot number mod TORCH_SLOTS */
+	struct trend floor_t[TORCH_HORIZONS];	/* allocated's lowest */
+	struct trend reserved_t[TORCH_HORIZONS];
+	struct trend unused_t[TORCH_HORIZONS];	/* reserved - allocated's highest */
 };
 
 struct torch_model {
