@@ -212,7 +212,6 @@ static struct guard *guard__new(struct guard_opts *o)
 	g->opt = *o;
 	memset(o, 0, sizeof(*o));	/* the guard owns what it held */
 	guard_state__init(&g->pstate);
-	guard__slide_init(g);
 	guard_report__init(&g->report, g->opt.state_file, g->opt.metrics_file);
 	g->no_victim.what = "guard: no process in scope may be stopped";
 	g->no_meminfo.what = "guard: cannot read /proc/meminfo";

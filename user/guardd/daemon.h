@@ -185,8 +185,7 @@ enum mem_lock guard__lock_memory(int *err);
 /* The state file and metrics from a snapshot of now (guardd/report.h), in snapshot.c. */
 void guard__write_report(struct guard *g);
 
-/* snapshot.c: the horizons' lengths, and each sample's value fed to them. */
-void guard__slide_init(struct guard *g);
+/* snapshot.c: each sample's value fed to the horizons. */
 void guard__slide_add(struct guard *g, uint64_t ts_ns);
 void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes);
 

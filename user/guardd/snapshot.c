@@ -15,31 +15,26 @@
 
 static const uint64_t horizon_s[GUARD_HORIZONS] = { 60, 900, 3600 };
 
-void guard__slide_init(struct guard *g)
-{
-	unsigned int i;
-
-	for (i = 0; i < GUARD_HORIZONS; i++)
-		trend__init(&g->slide[i], horizon_s[i] * 1000000000ULL);
-}
-
-void guard__slide_add(struct guard *g, uint64_t ts_ns)
-{
-	unsigned int i;
-
-	for (i = 0; i < GUARD_HORIZONS; i++)
-		trend__add(&g->slide[i], ts_ns, (double)g->last_metric);
-}
-
-void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes)
+/* Each horizon of t, made on first use: a guard and its processes start zeroed. */
+static void feed(struct trend *t, uint64_t ts_ns, double v)
 {
 	unsigned int i;
 
 	for (i = 0; i < GUARD_HORIZONS; i++) {
-		if (!p->grow[i].slot_ns)	/* new: made zeroed */
-			trend__init(&p->grow[i], horizon_s[i] * 1000000000ULL);
-		trend__add(&p->grow[i], ts_ns, (double)host_bytes);
+		if (!t[i].slot_ns)
+			trend__init(&t[i], horizon_s[i] * 1000000000ULL);
+		trend__add(&t[i], ts_ns, v);
 	}
+}
+
+void guard__slide_add(struct guard *g, uint64_t ts_ns)
+{
+	feed(g->slide, ts_ns, (double)g->last_metric);
+}
+
+void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes)
+{
+	feed(p->grow, ts_ns, (double)host_bytes);
 }
 
 /*
