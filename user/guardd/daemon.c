@@ -347,6 +347,7 @@ int guard__run(struct guard_opts *o)
 	go_async(g);
 	err = session__run(&g->session);
 	guard__settle_held(g);
+	guard__tell(g);
 	elog("guard: exiting; %llu kernel stops, %llu policy stops, %llu let go (the crossing "
 	     "did not last); anchored headroom vs /proc/meminfo over %llu samples: mean error "
 	     "%llu KiB, max %llu KiB, max above the sample %llu KiB",

@@ -13,7 +13,8 @@
  *   tick.c          each sample and the sampled rule
  *   stop.c          a stop as a value, named once: its words, its log
  *                   line and hook variables (what tells of it reads these)
- *   enforce.c       a stop made (struct guard_stop) and carried out
+ *   enforce.c       a stop carried out, then made (struct guard_stop)
+ *                   and told
  *   procs.c         the processes it knows, by pid
  *   sites.c         who holds what: attribution and call sites per call
  *   arm.c           the page programs' margin, and the helper that attaches
@@ -75,6 +76,22 @@ struct guard_held {
 	struct umt_guard_rec r;
 	uint64_t due_ms;		/* the next look */
 	unsigned int looks;		/* left */
+};
+
+/*
+ * A stop carried out (the job stopped, its cgroup frozen) and not yet
+ * told (enforce.c): told once the records in hand are read, so a burst of
+ * stops is carried out first and no job waits on another's words.
+ */
+#define GUARD_TELL_MAX		64
+
+struct guard_told {
+	struct umt_guard_rec r;		/* the kernel's; the rule's: pid, reason, ts_ns */
+	char detail[GUARD_STOP_DETAIL_MAX];	/* the rule's words; "": the record's */
+	bool first;			/* not already stopped by this guard */
+	bool dry;
+	bool gone;			/* no such process by the time it was read */
+	int send_err;
 };
 
 /* A process the guard has seen make GPU calls, or has stopped. */
@@ -156,6 +173,8 @@ struct guard {
 	uint64_t transients;		/* kernel stops let go: the crossing did not last */
 	struct guard_held held[GUARD_HELD_MAX];
 	size_t n_held;
+	struct guard_told told[GUARD_TELL_MAX];
+	size_t n_told;
 	uint64_t next_sample_ms;
 	uint64_t stops_by[GUARD_N_REASONS];	/* by guard_reason__index() */
 	time_t last_stop;
@@ -196,10 +215,12 @@ int guard__sample_metric(void *ctx, uint64_t *bytes);
 /* The meter from /proc, to check the kernel's counters by (guard_kernel__find_zones). */
 int guard__sample_meter(void *ctx, uint64_t *bytes);
 
-/* enforce.c: a stop made, carried out and told; a resume. */
+/* enforce.c: a stop carried out, then told (guard__tell); a resume. */
 void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err);
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
+/* The stops carried out since, told: their log lines, bundles and hooks. */
+void guard__tell(struct guard *g);
 /* A record of the kernel side's stop: held for a second look, or told (a session op). */
 void guard__kernel_stop(void *guard, const struct umt_guard_rec *r);
 /* The held stops' looks due by now_ms; whether any is still held. */

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
- * A decision carried out and told: a stop (the kernel's or the sampled
- * rule's) becomes one struct guard_stop, made here once, then the cgroup
- * freeze, the log line, then what postmortem.c keeps of it (the flight
- * recorder's record, the bundle, the --on-stop hook); a resume undoes it.
+ * A decision carried out, then told: a stop (the kernel's or the sampled
+ * rule's) is carried out at once (the signal the kernel could not send,
+ * the cgroup frozen) and queued; once the records in hand are read it is
+ * made into one struct guard_stop and told: the log line, then what
+ * postmortem.c keeps of it (the flight recorder's record, the bundle, the
+ * --on-stop hook). A resume undoes it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -53,37 +55,98 @@ static void make_stop(struct guard *g, struct guard_proc *p, struct guard_stop *
 	guard_stop__name(s);
 }
 
-void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
-		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err)
+/*
+ * A slot for a stop carried out, to be told once the records in hand are
+ * read: a tick is asked for at once. Full, the oldest are told now.
+ */
+static struct guard_told *to_tell(struct guard *g)
 {
-	struct guard_stop s = {
-		.reason = reason,
-		.ts_ns = ts_ns,
-		.first = !p->stopped,
-		.dry = dry,
-		.send_err = send_err,
-	};
+	struct guard_told *t;
 
+	if (g->n_told == GUARD_TELL_MAX)
+		guard__tell(g);
+	t = &g->told[g->n_told++];
+	memset(t, 0, sizeof(*t));
+	session__tick_by(&g->session, 0);
+	return t;
+}
+
+/* r: the kernel's record, or the rule's (pid, reason, ts_ns) with its words in detail. */
+static void carry_out(struct guard *g, struct guard_proc *p, const struct umt_guard_rec *r,
+		      const char *detail, bool dry, int send_err)
+{
+	struct guard_told *t = to_tell(g);
+
+	t->r = *r;
+	if (detail)
+		snprintf(t->detail, sizeof(t->detail), "%s", detail);
+	t->first = !p->stopped;
+	t->dry = dry;
+	t->send_err = send_err;
 	if (proc__cgroup((pid_t)p->pid, p->cgroup, sizeof(p->cgroup)))
 		p->cgroup[0] = '\0';
 	p->dry = dry;
-	if (s.first) {
-		p->stopped = true;
-		p->when = time(NULL);
-		p->reason = reason;
-		g->stops_by[guard_reason__index(reason)]++;
-		g->last_stop = p->when;
-		freeze_cgroup(g, p);
+	if (!t->first)
+		return;
+	p->stopped = true;
+	p->when = time(NULL);
+	p->reason = r->reason;
+	g->stops_by[guard_reason__index(r->reason)]++;
+	g->last_stop = p->when;
+	freeze_cgroup(g, p);
+}
+
+void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
+		    enum umt_guard_reason reason, const char *detail, bool dry, int send_err)
+{
+	struct umt_guard_rec r = {
+		.pid = p->pid,
+		.reason = reason,
+		.ts_ns = ts_ns,
+	};
+
+	carry_out(g, p, &r, detail, dry, send_err);
+}
+
+/* A stop carried out, made into a struct guard_stop and told; the first kept too. */
+static void tell_one(struct guard *g, const struct guard_told *t)
+{
+	struct guard_proc *p = guard__proc(g, t->r.pid, false);
+	char comm[ESC_TERM_LEN(TASK_COMM_LEN)];
+	struct guard_stop s = {
+		.reason = t->r.reason,
+		.ts_ns = t->r.ts_ns,
+		.first = t->first,
+		.dry = t->dry,
+		.send_err = t->send_err,
+	};
+
+	if (t->detail[0])
+		snprintf(s.detail, sizeof(s.detail), "%s", t->detail);
+	else
+		guard_stop__kernel_detail(&t->r, s.detail, sizeof(s.detail));
+	if (t->gone || !p) {
+		wlog("guard: process %u (%s) was stopped but is gone: %s", t->r.pid,
+		     esc__term(t->r.pcomm, comm, sizeof(comm)), s.detail);
+		return;
 	}
-	snprintf(s.detail, sizeof(s.detail), "%s", detail);
 	make_stop(g, p, &s);
 	guard_stop__log(&s);
-	if (send_err)
-		elog("guard: could not stop %u: %s", p->pid, strerror(-send_err));
+	if (s.send_err)
+		elog("guard: could not stop %u: %s", s.pid, strerror(-s.send_err));
 	if (!s.first)
 		return;
 	postmortem__stop(g, &s);
 	guard__write_report(g);
+}
+
+void guard__tell(struct guard *g)
+{
+	size_t i;
+
+	for (i = 0; i < g->n_told; i++)
+		tell_one(g, &g->told[i]);
+	g->n_told = 0;
 }
 
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why)
@@ -149,18 +212,18 @@ static bool out_of_scope(struct guard *g, const struct umt_guard_rec *r)
 	return true;
 }
 
-/* A stop of the kernel's, told: after it was held, or at once. */
-static void tell(struct guard *g, const struct umt_guard_rec *r)
+/* A stop of the kernel's, carried out: after it was held, or at once. */
+static void act(struct guard *g, const struct umt_guard_rec *r)
 {
 	struct guard_proc *p = guard__proc(g, r->pid, true);
-	char detail[GUARD_STOP_DETAIL_MAX], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
 	int err = 0;
 
-	guard_stop__kernel_detail(r, detail, sizeof(detail));
 	g->kernel_stops++;
 	if (!p) {
-		wlog("guard: process %u (%s) was stopped but is gone: %s", r->pid,
-		     esc__term(r->pcomm, comm, sizeof(comm)), detail);
+		struct guard_told *t = to_tell(g);
+
+		t->r = *r;
+		t->gone = true;
 		return;
 	}
 	memcpy(p->comm, r->pcomm, sizeof(p->comm));
@@ -176,7 +239,7 @@ static void tell(struct guard *g, const struct umt_guard_rec *r)
 		err = guard_act__signal(p->pidfd, (pid_t)p->pid, SIGSTOP);
 		g->fallback_sends++;
 	}
-	guard__stopped(g, p, r->ts_ns, r->reason, detail, r->dry_run, err);
+	carry_out(g, p, r, NULL, r->dry_run, err);
 }
 
 /*
@@ -212,7 +275,7 @@ void guard__kernel_stop(void *guard, const struct umt_guard_rec *r)
 	if (out_of_scope(g, r))
 		return;
 	if (!recheckable(g, r)) {
-		tell(g, r);
+		act(g, r);
 		return;
 	}
 	h = &g->held[g->n_held++];
@@ -236,12 +299,12 @@ static bool recheck(struct guard *g, struct guard_held *h, uint64_t now_ms)
 			h->due_ms = now_ms + GUARD_RECHECK_MS;
 			return false;
 		}
-		tell(g, &h->r);
+		act(g, &h->r);
 		return true;
 	}
 	p = guard__proc(g, h->r.pid, true);
 	if (!p) {
-		tell(g, &h->r);
+		act(g, &h->r);
 		return true;
 	}
 	memcpy(p->comm, h->r.pcomm, sizeof(p->comm));

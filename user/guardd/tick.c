@@ -203,6 +203,7 @@ void guard__tick(void *ctx)
 
 	/* Held stops are looked at again sooner than a sample is due. */
 	guard__recheck(g, t0);
+	guard__tell(g);
 	if (t0 < g->next_sample_ms) {
 		session__tick_by(&g->session, g->next_sample_ms);
 		return;
@@ -233,6 +234,7 @@ void guard__tick(void *ctx)
 	a = guard_policy__decide(&g->opt.pol, &g->pstate, &g->sample, c, c ? n : 0);
 	free(c);
 	apply(g, &a);
+	guard__tell(g);
 	g->session.tick_ms = guard_policy__next_interval_ms(&g->opt.pol, &g->pstate);
 	g->next_sample_ms = t0 + g->session.tick_ms;
 	guard_flight__sample(g);
