@@ -33,27 +33,27 @@ static void on_call(void *ctx, const struct umt_call_rec *r)
 {
 	struct sym_frame frames[UMT_STACK_MAX];
 	struct guard *g = ctx;
-	struct guard_proc *p = guard__proc(g, r->pid, true);
+	struct guard_proc *p = guard__proc(&g->procs, r->pid, true);
 	uint32_t site;
 	size_t n;
 
 	if (p)
 		memcpy(p->comm, r->pcomm, sizeof(p->comm));
 	n = guard_sites__call(&g->who, r, frames, &site);
-	guard_flight__call(g, r, frames, n);
+	guard_flight__call(&g->pm, r, frames, n);
 	torch_model__call(&g->torch, r, site);
 }
 
 static void on_exit_rec(void *ctx, const struct umt_proc_exit_rec *r)
 {
 	struct guard *g = ctx;
-	struct guard_proc *p = guard__proc(g, r->pid, false);
+	struct guard_proc *p = guard__proc(&g->procs, r->pid, false);
 
 	guard_sites__exit(&g->who, r);
-	guard_flight__exit(g, r);
+	guard_flight__exit(&g->pm, r);
 	torch_model__exit(&g->torch, r->pid);
 	if (p && !p->stopped)
-		guard__proc_drop(g, p);
+		guard__proc_drop(&g->procs, p);
 }
 
 /* PyTorch's allocator (--torch): for the stop line, post-mortem and metrics. */
@@ -64,7 +64,14 @@ static void on_torch(void *ctx, const struct torch_sample *s)
 	if (torch_model__add(&g->torch, s))
 		log__repeat(&g->no_torch, clock__mono_ms(), "guard: PyTorch allocator "
 			    "samples lost: %s", strerror(ENOMEM));
-	guard_flight__torch(g, s);
+	guard_flight__torch(&g->pm, s);
+}
+
+static void on_scope_ask(void *ctx, const struct umt_scope_ask_rec *r)
+{
+	struct guard *g = ctx;
+
+	guard_scoper__answer(&g->scoper, r);
 }
 
 static const struct session_ops guard_ops = {
@@ -72,7 +79,7 @@ static const struct session_ops guard_ops = {
 	.on_exit = on_exit_rec,
 	.on_tick = guard__tick,
 	.on_guard = guard__kernel_stop,
-	.on_scope_ask = guard__answer_scope,
+	.on_scope_ask = on_scope_ask,
 	.on_torch = on_torch,
 };
 
@@ -140,7 +147,7 @@ static void kernel_cfg(struct guard *g, enum platform plat)
 	g->kcfg.dry_run = g->opt.dry_run;
 	g->kcfg.metric_free = g->opt.pol.metric == GUARD_METRIC_FREE;
 	g->kcfg.cost_apis = platform__admission_apis(plat);
-	g->kcfg.scope = guard__scope_kind(g);
+	g->kcfg.scope = guard_scoper__kind(&g->scoper);
 }
 
 static void lock_memory(struct guard *g)
@@ -177,9 +184,9 @@ static int arm(struct guard *g)
 	if (err)
 		return err;
 	lock_memory(g);
-	err = guard__setup_scope(g);
+	err = guard_scoper__setup(&g->scoper);
 	if (!err)
-		err = guard__setup_protect(g);
+		err = guard_scoper__setup_protect(&g->scoper);
 	if (err)
 		return err;
 	find_zones(g);
@@ -222,6 +229,8 @@ static struct guard *guard__new(struct guard_opts *o)
 	g->torch.forget_exited = true;	/* a daemon: jobs come and go */
 	session__init(&g->session, &g->opt.ao, NULL, &guard_ops, g);
 	g->session.torch = g->opt.torch;
+	g->scoper.cfg = &g->opt.cfg;
+	g->scoper.probes = &g->session.probes;
 	/*
 	 * Ticks end the ring buffer's waits (session__run), stop records
 	 * wake it at once: idle, the daemon wakes once a sample.
@@ -244,9 +253,9 @@ static struct guard *guard__new(struct guard_opts *o)
 
 static void guard__free(struct guard *g)
 {
-	guard__procs_free(g);
+	guard__procs_free(&g->procs);
 	guard_sites__free(&g->who);
-	guard_flight__free(g);
+	guard_flight__free(&g->pm);
 	torch_model__free(&g->torch);
 	guard_opts__free(&g->opt);
 	free(g);
@@ -332,7 +341,7 @@ int guard__run(struct guard_opts *o)
 	}
 	err = guard_sites__init(&g->who, g->opt.ao.platform);
 	if (!err)
-		err = guard_flight__init(g);
+		err = postmortem__init(&g->pm, &g->opt, &g->who, &g->torch, &g->session);
 	if (!err)
 		err = arm(g);
 	if (err) {

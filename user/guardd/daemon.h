@@ -151,6 +151,24 @@ struct guard_holders {
 	struct callstack stacks;
 };
 
+/* Who may be stopped, as the kernel side and the sampled rule keep it (scope_kernel.c). */
+struct guard_scoper {
+	struct guard_config *cfg;	/* its --scope and --protect */
+	struct probes *probes;		/* the kernel side's maps */
+	uint64_t next_protect_ms;	/* protected files and cgroups looked up again */
+};
+
+/* What is kept of each stop (postmortem.c): its parts of the daemon, set at start. */
+struct guard_postmortem {
+	const char *dir;		/* --postmortem-dir; NULL: no bundle */
+	const char *on_stop;		/* --on-stop; NULL: none */
+	enum platform platform;		/* --platform, for the recording's cost model */
+	struct flight_recorder *flight;	/* NULL: none */
+	const struct guard_holders *who;
+	const struct torch_model *torch;
+	struct session *session;	/* its memory nodes and probes' counts */
+};
+
 struct guard {
 	struct guard_opts opt;
 	struct guard_state pstate;
@@ -163,7 +181,8 @@ struct guard {
 	struct guard_report report;
 	struct guard_holders who;	/* who holds what (sites.c) */
 	struct torch_model torch;	/* PyTorch's caching allocator per process */
-	struct flight_recorder *flight;
+	struct guard_postmortem pm;	/* what is kept of each stop */
+	struct guard_scoper scoper;	/* who may be stopped */
 	/* processes */
 	struct pid_table procs;	/* of { pid, struct guard_proc * } (guardd/procs.c) */
 	/* figures */
@@ -182,7 +201,6 @@ struct guard {
 	uint64_t error_max, error_sum, error_n;
 	uint64_t error_above;		/* most the kernel's figure was over a sample */
 	uint64_t next_write_ms;
-	uint64_t next_protect_ms;	/* protected files and cgroups looked up again */
 	time_t started;
 	bool exiting;
 	enum mem_lock memlock;		/* what mem__lock() could lock of the daemon */
@@ -244,11 +262,11 @@ void guard_armer__tick(struct guard_armer *a);
 void guard_armer__stop(struct guard_armer *a);
 
 /* procs.c */
-struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create);
+struct guard_proc *guard__proc(struct pid_table *procs, uint32_t pid, bool create);
 /* Every known process, by pid; the caller frees the array. */
-struct guard_proc **guard__procs_sorted(struct guard *g, size_t *n);
-void guard__proc_drop(struct guard *g, struct guard_proc *p);
-void guard__procs_free(struct guard *g);
+struct guard_proc **guard__procs_sorted(struct pid_table *procs, size_t *n);
+void guard__proc_drop(struct pid_table *procs, struct guard_proc *p);
+void guard__procs_free(struct pid_table *procs);
 
 /* sites.c */
 int guard_sites__init(struct guard_holders *h, enum platform forced);
@@ -270,24 +288,28 @@ void guard_sites__free(struct guard_holders *h);
  * --on-stop, with the bundle's path. Both in a child: the loop goes on.
  * The stop is put in the flight recorder first, so the bundle has it.
  */
-void postmortem__stop(struct guard *g, const struct guard_stop *s);
-/* postmortem.c, the flight recorder: all but init do nothing without one. */
-int guard_flight__init(struct guard *g);
-void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
+void postmortem__stop(struct guard_postmortem *pm, const struct guard_stop *s);
+/* Its parts; the flight recorder made if asked for: 0 or -errno. */
+int postmortem__init(struct guard_postmortem *pm, const struct guard_opts *o,
+		     const struct guard_holders *who, const struct torch_model *torch,
+		     struct session *session);
+/* postmortem.c, the flight recorder: all do nothing without one. */
+void guard_flight__call(struct guard_postmortem *pm, const struct umt_call_rec *r,
 			const struct sym_frame *frames, size_t n);
-void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r);
-void guard_flight__sample(struct guard *g);
-void guard_flight__torch(struct guard *g, const struct torch_sample *s);
-void guard_flight__free(struct guard *g);
+void guard_flight__exit(struct guard_postmortem *pm, const struct umt_proc_exit_rec *r);
+void guard_flight__sample(struct guard_postmortem *pm);
+void guard_flight__torch(struct guard_postmortem *pm, const struct torch_sample *s);
+void guard_flight__free(struct guard_postmortem *pm);
 
 /* scope_kernel.c */
-uint32_t guard__scope_kind(const struct guard *g);	/* enum umt_guard_scope */
-int guard__setup_scope(struct guard *g);
-void guard__answer_scope(void *guard, const struct umt_scope_ask_rec *r);
-bool guard__in_scope(struct guard *g, const struct guard_proc *p);
-bool guard__protected(struct guard *g, const struct guard_proc *p);
+uint32_t guard_scoper__kind(const struct guard_scoper *sc);	/* enum umt_guard_scope */
+int guard_scoper__setup(struct guard_scoper *sc);
+/* A name the kernel side has no verdict for, answered. */
+void guard_scoper__answer(struct guard_scoper *sc, const struct umt_scope_ask_rec *r);
+bool guard_scoper__in_scope(struct guard_scoper *sc, const struct guard_proc *p);
+bool guard_scoper__protected(struct guard_scoper *sc, const struct guard_proc *p);
 /* Who is never stopped, to the kernel side; again once a second (tick). */
-int guard__setup_protect(struct guard *g);
-void guard__refresh_protect(struct guard *g, uint64_t now_ms);
+int guard_scoper__setup_protect(struct guard_scoper *sc);
+void guard_scoper__refresh_protect(struct guard_scoper *sc, uint64_t now_ms);
 
 #endif /* UMTRACE_GUARDD_DAEMON_H */

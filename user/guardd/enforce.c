@@ -111,7 +111,7 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 /* A stop carried out, made into a struct guard_stop and told; the first kept too. */
 static void tell_one(struct guard *g, const struct guard_told *t)
 {
-	struct guard_proc *p = guard__proc(g, t->r.pid, false);
+	struct guard_proc *p = guard__proc(&g->procs, t->r.pid, false);
 	char comm[ESC_TERM_LEN(TASK_COMM_LEN)];
 	struct guard_stop s = {
 		.reason = t->r.reason,
@@ -136,7 +136,7 @@ static void tell_one(struct guard *g, const struct guard_told *t)
 		elog("guard: could not stop %u: %s", s.pid, strerror(-s.send_err));
 	if (!s.first)
 		return;
-	postmortem__stop(g, &s);
+	postmortem__stop(&g->pm, &s);
 	guard__write_report(g);
 }
 
@@ -201,12 +201,12 @@ static void let_go(struct guard *g, struct guard_proc *p, const struct umt_guard
 /* Held while its name's verdict was on its way: the scope says now. */
 static bool out_of_scope(struct guard *g, const struct umt_guard_rec *r)
 {
-	struct guard_proc *p = guard__proc(g, r->pid, true);
+	struct guard_proc *p = guard__proc(&g->procs, r->pid, true);
 
 	if (!p || !(r->flags & UMT_GUARD_SCOPE_PENDING))
 		return false;
 	memcpy(p->comm, r->pcomm, sizeof(p->comm));
-	if (guard__in_scope(g, p))
+	if (guard_scoper__in_scope(&g->scoper, p))
 		return false;
 	let_go(g, p, r, "out of scope, held while its name's verdict was on its way");
 	return true;
@@ -215,7 +215,7 @@ static bool out_of_scope(struct guard *g, const struct umt_guard_rec *r)
 /* A stop of the kernel's, carried out: after it was held, or at once. */
 static void act(struct guard *g, const struct umt_guard_rec *r)
 {
-	struct guard_proc *p = guard__proc(g, r->pid, true);
+	struct guard_proc *p = guard__proc(&g->procs, r->pid, true);
 	int err = 0;
 
 	g->kernel_stops++;
@@ -302,7 +302,7 @@ static bool recheck(struct guard *g, struct guard_held *h, uint64_t now_ms)
 		act(g, &h->r);
 		return true;
 	}
-	p = guard__proc(g, h->r.pid, true);
+	p = guard__proc(&g->procs, h->r.pid, true);
 	if (!p) {
 		act(g, &h->r);
 		return true;

@@ -34,40 +34,48 @@
 /* A daemon under MemoryMax=64M keeps its recorder well inside it. */
 #define FLIGHT_MAX_BYTES (16u << 20)
 
-int guard_flight__init(struct guard *g)
+int postmortem__init(struct guard_postmortem *pm, const struct guard_opts *o,
+		     const struct guard_holders *who, const struct torch_model *torch,
+		     struct session *session)
 {
-	if (!g->opt.flight_seconds || !g->opt.postmortem_dir)
+	pm->dir = o->postmortem_dir;
+	pm->on_stop = o->on_stop;
+	pm->platform = o->ao.platform;
+	pm->who = who;
+	pm->torch = torch;
+	pm->session = session;
+	if (!o->flight_seconds || !o->postmortem_dir)
 		return 0;
-	g->flight = flight__new(g->opt.flight_seconds * 1000000000ULL, FLIGHT_MAX_BYTES);
-	if (!g->flight) {
+	pm->flight = flight__new(o->flight_seconds * 1000000000ULL, FLIGHT_MAX_BYTES);
+	if (!pm->flight) {
 		elog("cannot create the flight recorder: %s", strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-void guard_flight__call(struct guard *g, const struct umt_call_rec *r,
+void guard_flight__call(struct guard_postmortem *pm, const struct umt_call_rec *r,
 			const struct sym_frame *frames, size_t n)
 {
-	if (g->flight)
-		flight__add_call(g->flight, r, frames, n);
+	if (pm->flight)
+		flight__add_call(pm->flight, r, frames, n);
 }
 
-void guard_flight__exit(struct guard *g, const struct umt_proc_exit_rec *r)
+void guard_flight__exit(struct guard_postmortem *pm, const struct umt_proc_exit_rec *r)
 {
-	if (g->flight)
-		flight__add_exit(g->flight, r);
+	if (pm->flight)
+		flight__add_exit(pm->flight, r);
 }
 
-void guard_flight__sample(struct guard *g)
+void guard_flight__sample(struct guard_postmortem *pm)
 {
 	struct rec_sample s;
 
-	if (g->flight && !rec_sample__read(&s, &g->session.nodes))
-		flight__add_sample(g->flight, &s);
+	if (pm->flight && !rec_sample__read(&s, &pm->session->nodes))
+		flight__add_sample(pm->flight, &s);
 }
 
-static void guard_flight__stop(struct guard *g, const struct guard_stop *st)
+static void guard_flight__stop(struct guard_postmortem *pm, const struct guard_stop *st)
 {
 	struct rec_stop s = {
 		.ts_ns = st->ts_ns,
@@ -77,20 +85,20 @@ static void guard_flight__stop(struct guard *g, const struct guard_stop *st)
 		.gpu_host_bytes = st->held,
 	};
 
-	if (!g->flight)
+	if (!pm->flight)
 		return;
 	memcpy(s.comm, st->comm, sizeof(s.comm));
 	/* The recording keeps what fits; cut, not refused. */
 	snprintf(s.reason_text, sizeof(s.reason_text), "%.*s",
 		 (int)sizeof(s.reason_text) - 1, st->detail);
 	snprintf(s.site, sizeof(s.site), "%.*s", (int)sizeof(s.site) - 1, st->top_site);
-	flight__add_stop(g->flight, &s);
+	flight__add_stop(pm->flight, &s);
 }
 
-void guard_flight__torch(struct guard *g, const struct torch_sample *s)
+void guard_flight__torch(struct guard_postmortem *pm, const struct torch_sample *s)
 {
-	if (g->flight)
-		flight__add_torch(g->flight, s);
+	if (pm->flight)
+		flight__add_torch(pm->flight, s);
 }
 
 /*
@@ -98,37 +106,37 @@ void guard_flight__torch(struct guard *g, const struct torch_sample *s)
  * its cost model (--platform, or what the driver said) and the records
  * lost so far. The guard's sampling interval varies: none is claimed.
  */
-static void flight_info(struct guard *g)
+static void flight_info(struct guard_postmortem *pm)
 {
 	struct rec_info i = {
-		.platform_forced = g->opt.ao.platform,
-		.platform_driver = g->who.summary.platform.decided,
+		.platform_forced = pm->platform,
+		.platform_driver = pm->who->summary.platform.decided,
 	};
 	struct probe_stats st;
 
-	if (g->session.probes.skel) {
-		session__stats(&g->session, &st);
+	if (pm->session->probes.skel) {
+		session__stats(pm->session, &st);
 		i.dropped = st.rec_dropped;
 	}
-	flight__set_info(g->flight, &i);
+	flight__set_info(pm->flight, &i);
 }
 
-static int guard_flight__dump(struct guard *g, const char *dir)
+static int guard_flight__dump(struct guard_postmortem *pm, const char *dir)
 {
 	char path[4200];
 
-	if (!g->flight)
+	if (!pm->flight)
 		return 0;
-	flight_info(g);
+	flight_info(pm);
 	snprintf(path, sizeof(path), "%s/recording.umt", dir);
-	return flight__dump(g->flight, path);
+	return flight__dump(pm->flight, path);
 }
 
-void guard_flight__free(struct guard *g)
+void guard_flight__free(struct guard_postmortem *pm)
 {
-	if (g->flight)
-		flight__free(g->flight);
-	g->flight = NULL;
+	if (pm->flight)
+		flight__free(pm->flight);
+	pm->flight = NULL;
 }
 
 /* ---- the bundle ---- */
@@ -163,7 +171,7 @@ static int finish(FILE *f)
 	return err;
 }
 
-static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
+static void write_torch(struct guard_postmortem *pm, const struct guard_stop *s, FILE *f)
 {
 	char advice[1024], text[ESC_KV_LEN(sizeof(advice))];
 
@@ -183,12 +191,12 @@ static void write_torch(struct guard *g, const struct guard_stop *s, FILE *f)
 	if (!s->torch_v.advice)
 		return;
 	/* The advice names call sites' frames. */
-	torch_out__advice(&s->torch_v, &g->who.sites, advice, sizeof(advice));
+	torch_out__advice(&s->torch_v, &pm->who->sites, advice, sizeof(advice));
 	fprintf(f, "torch_advice %s\n", esc__kv(advice, text, sizeof(text)));
 }
 
 /* "KEY VALUE" lines; a value a name went into is quoted and escaped (esc__kv()). */
-static int write_event(struct guard *g, const struct guard_stop *s, const char *dir)
+static int write_event(struct guard_postmortem *pm, const struct guard_stop *s, const char *dir)
 {
 	FILE *f = create(dir, "event.txt");
 	char a[32], comm[ESC_KV_LEN(sizeof(s->comm))], cg[ESC_KV_LEN(sizeof(s->cgroup))];
@@ -204,20 +212,20 @@ static int write_event(struct guard *g, const struct guard_stop *s, const char *
 		s->action_name, s->metric_name,
 		fmt_bytes(s->metric_bytes, a, sizeof(a)), (unsigned long long)s->held,
 		esc__kv(s->top_site, site, sizeof(site)));
-	write_torch(g, s, f);
+	write_torch(pm, s, f);
 	return finish(f);
 }
 
-static void print_sites(struct guard *g, FILE *f)
+static void print_sites(struct guard_postmortem *pm, FILE *f)
 {
-	struct callsite **v = callsites__sorted(&g->who.sites);
+	struct callsite **v = callsites__sorted(&pm->who->sites);
 	char a[32], b[32];
 	size_t i;
 
 	if (!v)
 		return;
 	fprintf(f, "\nCall sites holding memory (host bytes held, allocations, stack):\n");
-	for (i = 0; i < g->who.sites.n; i++) {
+	for (i = 0; i < pm->who->sites.n; i++) {
 		if (!v[i]->held_count)
 			continue;
 		fprintf(f, "%10s %6llu  ", fmt_bytes(v[i]->held_host, a, sizeof(a)),
@@ -228,19 +236,19 @@ static void print_sites(struct guard *g, FILE *f)
 	free(v);
 }
 
-static int write_report(struct guard *g, const char *dir)
+static int write_report(struct guard_postmortem *pm, const char *dir)
 {
 	FILE *f = create(dir, "report.txt");
 
 	if (!f)
 		return -errno;
-	export_summary_text(&g->who.summary, f);
-	print_sites(g, f);
-	export_torch_text(&g->torch, &g->who.sites, f);
+	export_summary_text(&pm->who->summary, f);
+	print_sites(pm, f);
+	export_torch_text(pm->torch, &pm->who->sites, f);
 	return finish(f);
 }
 
-static int write_folded(struct guard *g, const char *dir)
+static int write_folded(struct guard_postmortem *pm, const char *dir)
 {
 	struct stackset *set = stackset__new(0);
 	FILE *f;
@@ -248,7 +256,7 @@ static int write_folded(struct guard *g, const char *dir)
 
 	if (!set)
 		return -errno;
-	flame__add_held(set, &g->who.summary, &g->who.sites, 0);
+	flame__add_held(set, &pm->who->summary, &pm->who->sites, 0);
 	f = create(dir, "held.folded");
 	if (!f) {
 		err = -errno;
@@ -286,19 +294,19 @@ static int make_dir(const char *base, const struct guard_stop *p, char *dir, siz
 	return -EEXIST;
 }
 
-static int write_bundle(struct guard *g, const struct guard_stop *s, char *dir, size_t len)
+static int write_bundle(struct guard_postmortem *pm, const struct guard_stop *s, char *dir, size_t len)
 {
 	int err;
 
-	err = make_dir(g->opt.postmortem_dir, s, dir, len);
+	err = make_dir(pm->dir, s, dir, len);
 	if (!err)
-		err = write_event(g, s, dir);
+		err = write_event(pm, s, dir);
 	if (!err)
-		err = write_report(g, dir);
+		err = write_report(pm, dir);
 	if (!err)
-		err = write_folded(g, dir);
-	if (!err && g->flight)
-		err = guard_flight__dump(g, dir);
+		err = write_folded(pm, dir);
+	if (!err && pm->flight)
+		err = guard_flight__dump(pm, dir);
 	if (err)
 		wlog("guard: post-mortem bundle %s incomplete: %s", dir, strerror(-err));
 	return err;
@@ -321,12 +329,12 @@ static void close_inherited(void)
  * disk's pace while the loop goes on (a slow or hung disk stalls only the
  * child). The hook runs once the bundle is complete.
  */
-static void aftermath(struct guard *g, const struct guard_stop *s)
+static void aftermath(struct guard_postmortem *pm, const struct guard_stop *s)
 {
 	char bundle[4096] = "";
 	pid_t child;
 
-	if (!g->opt.postmortem_dir && !g->opt.on_stop)
+	if (!pm->dir && !pm->on_stop)
 		return;
 	child = fork();
 	if (child < 0) {
@@ -336,15 +344,15 @@ static void aftermath(struct guard *g, const struct guard_stop *s)
 	if (child)
 		return;
 	close_inherited();
-	if (g->opt.postmortem_dir && write_bundle(g, s, bundle, sizeof(bundle)))
+	if (pm->dir && write_bundle(pm, s, bundle, sizeof(bundle)))
 		bundle[0] = '\0';
-	if (g->opt.on_stop)
-		guard_stop__exec_hook(s, g->opt.on_stop, bundle);
+	if (pm->on_stop)
+		guard_stop__exec_hook(s, pm->on_stop, bundle);
 	_exit(0);
 }
 
-void postmortem__stop(struct guard *g, const struct guard_stop *s)
+void postmortem__stop(struct guard_postmortem *pm, const struct guard_stop *s)
 {
-	guard_flight__stop(g, s);
-	aftermath(g, s);
+	guard_flight__stop(pm, s);
+	aftermath(pm, s);
 }

@@ -9,24 +9,24 @@
 #include "guardd/daemon.h"
 #include "lib/procfs.h"
 
-/* A row of g->procs: callers keep a guard_proc across additions, so it stays put. */
+/* A row of the table: callers keep a guard_proc across additions, so it stays put. */
 struct proc_ref {
 	uint32_t pid;
 	struct guard_proc *p;
 };
 
-struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create)
+struct guard_proc *guard__proc(struct pid_table *procs, uint32_t pid, bool create)
 {
-	struct proc_ref *ref = pid_table__find(&g->procs, pid);
+	struct proc_ref *ref = pid_table__find(procs, pid);
 	struct guard_proc *p;
 
 	if (ref)
 		return ref->p;
-	if (!create || g->procs.n >= GUARD_MAX_PROCS)
+	if (!create || procs->n >= GUARD_MAX_PROCS)
 		return NULL;
 	/* The guard starts zeroed (calloc), its table unsized. */
-	if (!g->procs.row_size)
-		pid_table__init(&g->procs, sizeof(struct proc_ref));
+	if (!procs->row_size)
+		pid_table__init(procs, sizeof(struct proc_ref));
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -35,7 +35,7 @@ struct guard_proc *guard__proc(struct guard *g, uint32_t pid, bool create)
 	p->pidfd = pidfd__open((pid_t)pid);
 	if (p->pidfd < 0)
 		goto err_free;
-	ref = pid_table__get(&g->procs, pid);
+	ref = pid_table__get(procs, pid);
 	if (!ref)
 		goto err_close;
 	ref->p = p;
@@ -55,18 +55,18 @@ static int proc_cmp(const void *a, const void *b)
 	return cmp__u64(x->pid, y->pid);
 }
 
-struct guard_proc **guard__procs_sorted(struct guard *g, size_t *n)
+struct guard_proc **guard__procs_sorted(struct pid_table *procs, size_t *n)
 {
-	struct guard_proc **v = calloc(g->procs.n + 1, sizeof(*v));
+	struct guard_proc **v = calloc(procs->n + 1, sizeof(*v));
 	size_t i;
 
 	*n = 0;
 	if (!v)
 		return NULL;
-	for (i = 0; i < g->procs.n; i++)
-		v[i] = ((struct proc_ref *)pid_table__row(&g->procs, i))->p;
-	qsort(v, g->procs.n, sizeof(*v), proc_cmp);
-	*n = g->procs.n;
+	for (i = 0; i < procs->n; i++)
+		v[i] = ((struct proc_ref *)pid_table__row(procs, i))->p;
+	qsort(v, procs->n, sizeof(*v), proc_cmp);
+	*n = procs->n;
 	return v;
 }
 
@@ -77,17 +77,17 @@ static void proc_free(struct guard_proc *p)
 	free(p);
 }
 
-void guard__proc_drop(struct guard *g, struct guard_proc *p)
+void guard__proc_drop(struct pid_table *procs, struct guard_proc *p)
 {
-	pid_table__remove(&g->procs, p->pid);
+	pid_table__remove(procs, p->pid);
 	proc_free(p);
 }
 
-void guard__procs_free(struct guard *g)
+void guard__procs_free(struct pid_table *procs)
 {
 	size_t i;
 
-	for (i = 0; i < g->procs.n; i++)
-		proc_free(((struct proc_ref *)pid_table__row(&g->procs, i))->p);
-	pid_table__free(&g->procs);
+	for (i = 0; i < procs->n; i++)
+		proc_free(((struct proc_ref *)pid_table__row(procs, i))->p);
+	pid_table__free(procs);
 }

@@ -154,8 +154,8 @@ static void snapshot_losses(struct guard *g, struct guard_snapshot *s)
 		s->file_writes_failed = fw.failed;
 		s->file_writes_superseded = fw.replaced;
 	}
-	if (g->flight) {
-		flight__stats(g->flight, &fl);
+	if (g->pm.flight) {
+		flight__stats(g->pm.flight, &fl);
 		s->flight_on = true;
 		s->flight_bytes = fl.bytes;
 		s->flight_evicted = fl.evicted;
@@ -234,7 +234,7 @@ void guard__write_report(struct guard *g)
 	if (!g->session.probes.skel)
 		return;
 	s = calloc(1, sizeof(*s));
-	all = guard__procs_sorted(g, &n);
+	all = guard__procs_sorted(&g->procs, &n);
 	if (!s || !all)
 		goto out;
 	guard_kernel__stats(&g->session.probes, &ks);

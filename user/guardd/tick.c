@@ -86,7 +86,7 @@ static struct guard_candidate *candidates(struct guard *g, size_t *n)
 	struct guard_proc **all;
 	size_t i;
 
-	all = guard__procs_sorted(g, n);
+	all = guard__procs_sorted(&g->procs, n);
 	if (!all)
 		return NULL;
 	c = calloc(*n ? *n : 1, sizeof(*c));
@@ -101,8 +101,8 @@ static struct guard_candidate *candidates(struct guard *g, size_t *n)
 		c[i].pid = (pid_t)p->pid;
 		c[i].host_bytes = guard_sites__proc_host(&g->who, p->pid);
 		guard__slide_proc(p, now, c[i].host_bytes);
-		c[i].in_scope = guard__in_scope(g, p);
-		c[i].protected = guard__protected(g, p);
+		c[i].in_scope = guard_scoper__in_scope(&g->scoper, p);
+		c[i].protected = guard_scoper__protected(&g->scoper, p);
 		c[i].already_stopped = st == 'T' || (p->froze && cgroup__frozen(p->cgroup));
 		c[i].guard_stopped = p->stopped;
 	}
@@ -130,7 +130,7 @@ static void apply(struct guard *g, const struct guard_action *a)
 		return;
 	}
 	log__repeat_end(&g->no_victim);
-	p = guard__proc(g, (uint32_t)a->pid, false);
+	p = guard__proc(&g->procs, (uint32_t)a->pid, false);
 	if (!p)
 		return;
 	if (a->kind == GUARD_RESUME) {
@@ -148,7 +148,7 @@ static void reconcile(struct guard *g)
 	struct guard_proc **all;
 	size_t i, n;
 
-	all = guard__procs_sorted(g, &n);
+	all = guard__procs_sorted(&g->procs, &n);
 	if (!all)
 		return;
 	for (i = 0; i < n; i++) {
@@ -159,7 +159,7 @@ static void reconcile(struct guard *g)
 			continue;
 		st = proc__state((pid_t)p->pid);
 		if (!st || st == 'Z' || st == 'X') {
-			guard__proc_drop(g, p);
+			guard__proc_drop(&g->procs, p);
 			continue;
 		}
 		if (st == 'T' || (p->froze && cgroup__frozen(p->cgroup)))
@@ -237,8 +237,8 @@ void guard__tick(void *ctx)
 	guard__tell(g);
 	g->session.tick_ms = guard_policy__next_interval_ms(&g->opt.pol, &g->pstate);
 	g->next_sample_ms = t0 + g->session.tick_ms;
-	guard_flight__sample(g);
-	guard__refresh_protect(g, clock__mono_ms());
+	guard_flight__sample(&g->pm);
+	guard_scoper__refresh_protect(&g->scoper, clock__mono_ms());
 	/* Libraries found by the rescan bring new links. */
 	if (guard_pins__sync(&g->pins, &g->session.probes))
 		log__repeat(&g->no_pin, t0, "guard: cannot pin the probes of a new libcuda");
