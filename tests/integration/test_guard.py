@@ -1310,6 +1310,89 @@ def test_guard_time_to_floor(env):
     print(f"    named {per_s / MIB:.0f} MiB/s, floor in {seconds} s; the job's: {m.group(1)} s")
 
 
+def test_guard_warns_before_the_stop(env):
+    """--warn-eta: a job that takes 32 MiB every 250 ms toward a floor 3 GiB
+    away is warned once its pace puts the floor nearer than 10 minutes:
+    one warn line, --on-warn with the stop's variables and its time to the
+    floor, SIGUSR1 (the job writes a checkpoint file); the state file,
+    status and metrics list it; and the guard still stops it at the floor,
+    after the warning, never instead."""
+    prom = env.tmpfile("warn.prom")
+    hook_out = env.tmpfile("warn.env")
+    ckpt = env.tmpfile("warn.ckpt")
+    floor = usable() - 3 * GIB
+    g = Guard(env, floor, extra=["--metrics-file", prom, "--scope", "comm:^alloc_mix$",
+                                 "--warn-eta", "10m", "--warn-signal", "USR1",
+                                 "--on-warn", f"env | grep ^UMTRACE_ > {hook_out}.tmp && "
+                                              f"mv {hook_out}.tmp {hook_out}"])
+    job = env.popen([env.alloc_mix, "-n", "160", "-s", "32M", "-a", "alloc", "-k",
+                     "-c", ckpt, "-w", "60000", "-o", "/dev/null"],
+                    env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
+    try:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ckpt):
+            assert time.monotonic() < deadline, "no checkpoint: the job was not warned"
+            assert state_of(job.pid) != "T", "stopped before it was warned"
+            time.sleep(0.05)
+        warned_at = meminfo()
+        st = json.loads(g.umtrace("status", "--json").stdout)
+        said = g.umtrace("status").stdout
+        deadline = time.monotonic() + 30
+        while not os.path.exists(hook_out):
+            assert time.monotonic() < deadline, "--on-warn did not run"
+            time.sleep(0.05)
+        with open(hook_out) as f:
+            hook = dict(l.split("=", 1) for l in f.read().splitlines())
+        deadline = time.monotonic() + 30
+        text = ""
+        while "umtrace_guard_warnings_total 1" not in text:
+            assert time.monotonic() < deadline, text
+            with open(prom) as f:
+                text = f.read()
+            time.sleep(0.1)
+        stopped = wait_stopped(job.pid, 90)
+        assert stopped is not None, f"not stopped at the floor (state {state_of(job.pid)})"
+        wait_told(g, job.pid, 30)
+    finally:
+        job.kill()
+        job.wait(timeout=30)
+        err = g.stop()
+    with open(ckpt) as f:
+        assert f.read() == f"checkpoint {job.pid}\n"
+    warns = re.findall(r"guard: warn pid=%d .*" % job.pid, err)
+    assert len(warns) == 1, err[-3000:]
+    m = re.search(r" seconds_to_floor=(\d+) horizon=(\d+)s grows=\S+/h available=\S+ "
+                  r"gpu_host=\S+ top_site=.* signal=USR1$", warns[0])
+    assert m and int(m.group(1)) <= 600, warns[0]
+    assert err.index(warns[0]) < err.index("guard: stop pid=%d " % job.pid), err[-3000:]
+    assert hook["UMTRACE_REASON"] == "warn" and hook["UMTRACE_ACTION"] == "warn", hook
+    assert hook["UMTRACE_PID"] == str(job.pid) and hook["UMTRACE_COMM"] == "alloc_mix", hook
+    assert 0 <= int(hook["UMTRACE_SECONDS_TO_FLOOR"]) <= 600, hook
+    assert st["warn_eta_seconds"] == 600 and st["warnings"] == 1, st
+    assert [w["pid"] for w in st["warned"]] == [job.pid] and st["warned"][0]["signal"] == "USR1", st
+    assert re.search(r"^warned: 1 jobs since the start, 1 on their way to the floor "
+                     r"\(--warn-eta 10 min\)$", said, re.M), said
+    assert re.search(r'^umtrace_guard_process_warned\{pid="%d",comm="alloc_mix"\} 1$'
+                     % job.pid, text, re.M), text
+    print(f"    warned {(warned_at - floor) / MIB:.0f} MiB above the floor, "
+          f"{m.group(1)} s before it at its pace")
+
+
+def test_guard_warn_options_refused(env):
+    """What --warn-eta takes, and what needs it: one line, exit 2, nothing armed."""
+    cases = [(["--warn-eta", "soon"], "invalid --warn-eta 'soon': expected a duration"),
+             (["--warn-eta", "0s"], "invalid --warn-eta '0s'"),
+             (["--warn-eta", "1h", "--warn-signal", "KILL"],
+              "invalid --warn-signal 'KILL': expected USR1, USR2, HUP, INT, TERM or off"),
+             (["--on-warn", "true"], "--on-warn needs --warn-eta"),
+             (["--warn-signal", "USR1"], "--warn-signal needs --warn-eta")]
+    for args, want in cases:
+        p = subprocess.run([env.umtrace, "guard", "--state-file", env.tmpfile("w.state"),
+                            *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        assert want in p.stderr and len(p.stderr.strip().splitlines()) == 1, (args, p.stderr)
+
+
 def test_guard_bundle_recording_keeps_the_cost_model(env):
     """The flight recording in a stop's bundle says what `record` says of
     its host: the cost model the guard ran under (here --platform unified),

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -260,6 +261,44 @@ static void test_cli_override(void)
 	guard_config__free(&cfg);
 }
 
+/* --warn-eta, --warn-signal: durations and the signals a trainer catches. */
+static void test_warn(void)
+{
+	static const char text[] = "warn_eta = 30m\nwarn_signal = SIGUSR2\non_warn = logger x\n";
+	struct guard_config cfg;
+	char err[512] = "";
+
+	guard_config__init(&cfg);
+	CHECK(!cfg.warn_eta_ms && !cfg.warn_signal && !cfg.on_warn, "off by default", "%llu",
+	      (unsigned long long)cfg.warn_eta_ms);
+	CHECK(!guard_config__load(&cfg, put("warn.conf", text, strlen(text), 0644), err,
+				  sizeof(err)), "load", "%s", err);
+	CHECK(cfg.warn_eta_ms == 1800000 && cfg.warn_signal == SIGUSR2 &&
+	      !strcmp(cfg.on_warn, "logger x"), "the file", "%llu %d",
+	      (unsigned long long)cfg.warn_eta_ms, cfg.warn_signal);
+	CHECK(!guard_config__set(&cfg, "warn-eta", "2h", err, sizeof(err)) &&
+	      cfg.warn_eta_ms == 7200000, "2h", "%s", err);
+	CHECK(!guard_config__set(&cfg, "warn-signal", "usr1", err, sizeof(err)) &&
+	      cfg.warn_signal == SIGUSR1 && !strcmp(guard_config__signal_name(SIGUSR1), "USR1"),
+	      "usr1", "%s", err);
+	CHECK(guard_config__set(&cfg, "warn-signal", "KILL", err, sizeof(err)) == -EINVAL &&
+	      !strcmp(err, "invalid --warn-signal 'KILL': expected USR1, USR2, HUP, INT, TERM or off"),
+	      "no KILL", "got '%s'", err);
+	CHECK(guard_config__set(&cfg, "warn-signal", "STOP", err, sizeof(err)) == -EINVAL &&
+	      cfg.warn_signal == SIGUSR1, "no STOP, kept", "%d", cfg.warn_signal);
+	CHECK(guard_config__set(&cfg, "warn-eta", "0.5s", err, sizeof(err)) == -EINVAL &&
+	      !strncmp(err, "invalid --warn-eta '0.5s': expected a duration", 45) &&
+	      cfg.warn_eta_ms == 7200000, "too short, kept", "got '%s'", err);
+	CHECK(guard_config__set(&cfg, "warn-eta", "8d", err, sizeof(err)) == -EINVAL,
+	      "no unit d", "got '%s'", err);
+	CHECK(guard_config__set(&cfg, "warn-eta", "200h", err, sizeof(err)) == -EINVAL,
+	      "over 7 days", "got '%s'", err);
+	CHECK(!guard_config__set(&cfg, "warn-eta", "off", err, sizeof(err)) && !cfg.warn_eta_ms &&
+	      !guard_config__set(&cfg, "warn-signal", "off", err, sizeof(err)) &&
+	      !cfg.warn_signal, "off", "%s", err);
+	guard_config__free(&cfg);
+}
+
 static void test_file_checks(void)
 {
 	struct guard_config cfg;
@@ -270,7 +309,7 @@ static void test_file_checks(void)
 	guard_config__init(&cfg);
 	path = put("gw.conf", "floor = 1G\n", 11, 0664);
 	snprintf(want, sizeof(want),
-		 "%s: writable by group or others, and umtrace runs its on_stop as root (chmod go-w %s)",
+		 "%s: writable by group or others, and umtrace runs its on_stop and on_warn as root (chmod go-w %s)",
 		 path, path);
 	ret = guard_config__load(&cfg, path, err, sizeof(err));
 	CHECK(ret == -EPERM && !strcmp(err, want), "group-writable", "ret %d '%s'", ret, err);
@@ -426,6 +465,7 @@ int main(int argc, char **argv)
 	RUN_SUBTEST(test_long_line);
 	RUN_SUBTEST(test_good_file);
 	RUN_SUBTEST(test_cli_override);
+	RUN_SUBTEST(test_warn);
 	RUN_SUBTEST(test_file_checks);
 	RUN_SUBTEST(test_scope);
 	RUN_SUBTEST(test_protect_cap);

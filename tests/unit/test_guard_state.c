@@ -117,6 +117,49 @@ out:
 	free(got);
 }
 
+/* --warn-eta: the jobs warned come back with their names' bytes. */
+static void test_warned(void)
+{
+	const char *path = check_path(dir, "warned.state");
+	struct guard_status *st = status_new(), *got = malloc(sizeof(*got));
+	size_t len;
+	char *text = NULL;
+
+	if (!CHECK(st && got, "alloc", "out of memory"))
+		goto out;
+	text = guard_state__format(st, &len);
+	CHECK(text && !strstr(text, "warn"), "none without --warn-eta", "got:\n%s",
+	      text ? text : "(null)");
+	st->warn_eta = 1800;
+	st->warnings = 3;
+	st->n_warned = 2;
+	st->warned[0] = (struct guard_warned){ .pid = 77, .when = 1700000000, .eta = 1200 };
+	snprintf(st->warned[0].signal, sizeof(st->warned[0].signal), "USR1");
+	snprintf(st->warned[0].comm, sizeof(st->warned[0].comm), "a job\nstopped 1 x");
+	st->warned[1] = (struct guard_warned){ .pid = 78, .when = 1700000001, .eta = 5 };
+	snprintf(st->warned[1].signal, sizeof(st->warned[1].signal), "-");
+	snprintf(st->warned[1].comm, sizeof(st->warned[1].comm), "python3");
+	CHECK_EQ(write_state(path, st), 0, "write");
+	if (!CHECK_EQ(guard_state__read(path, got), 0, "read"))
+		goto out;
+	CHECK_EQ(got->warn_eta, 1800, "warn_eta");
+	CHECK_EQ(got->warnings, 3, "warnings");
+	CHECK_EQ(got->n_stopped, 0, "no line forged");
+	if (!CHECK_EQ(got->n_warned, 2, "warned"))
+		goto out;
+	CHECK(got->warned[0].pid == 77 && got->warned[0].when == 1700000000 &&
+	      got->warned[0].eta == 1200 && !strcmp(got->warned[0].signal, "USR1") &&
+	      !strcmp(got->warned[0].comm, "a job\nstopped 1 x"), "first",
+	      "%u '%s' '%s'", got->warned[0].pid, got->warned[0].signal, got->warned[0].comm);
+	CHECK(got->warned[1].eta == 5 && !strcmp(got->warned[1].signal, "-") &&
+	      !strcmp(got->warned[1].comm, "python3"), "second", "'%s'", got->warned[1].comm);
+out:
+	unlink(path);
+	free(text);
+	free(st);
+	free(got);
+}
+
 /* A file an older guard wrote: plain names read the same. */
 static void test_plain_names(void)
 {
@@ -155,6 +198,7 @@ int main(void)
 	}
 	RUN_SUBTEST(test_hostile_names);
 	RUN_SUBTEST(test_slide);
+	RUN_SUBTEST(test_warned);
 	RUN_SUBTEST(test_plain_names);
 	rmdir(dir);
 	return CHECK_EXIT();

@@ -264,6 +264,35 @@ static void test_flight_recorder(void)
 	free(text);
 }
 
+/* --warn-eta: its families only when it is on; each job warned, by label. */
+static void test_warned(void)
+{
+	static struct guard_snapshot m;
+	char *text;
+
+	static const struct guard_metrics_process jobs[] = {
+		{ .pid = 9, .comm = "calm" },
+		{ .pid = 123, .comm = "py\"3", .warned = true },
+	};
+
+	m = sample;
+	m.warn_on = true;
+	m.status.warnings = 2;
+	m.procs = jobs;
+	m.n_procs = 2;
+	text = format(&m);
+	CHECK(text && strstr(text, "# TYPE umtrace_guard_warnings_total counter\n"
+			     "umtrace_guard_warnings_total 2\n") &&
+	      strstr(text, "# TYPE umtrace_guard_process_warned gauge\n"
+			   "umtrace_guard_process_warned{pid=\"9\",comm=\"calm\"} 0\n"
+			   "umtrace_guard_process_warned{pid=\"123\",comm=\"py\\\"3\"} 1\n"),
+	      "on", "got:\n%s", text ? text : "(null)");
+	free(text);
+	text = format(&sample);
+	CHECK(text && !strstr(text, "warn"), "off: absent", "got:\n%s", text ? text : "(null)");
+	free(text);
+}
+
 /* The seed's slide: a sample only while one is named, with its horizon. */
 static void test_seconds_to_floor(void)
 {
@@ -449,6 +478,7 @@ int main(int argc, char **argv)
 	}
 	RUN_SUBTEST(test_exact_text);
 	RUN_SUBTEST(test_seconds_to_floor);
+	RUN_SUBTEST(test_warned);
 	RUN_SUBTEST(test_flight_recorder);
 	RUN_SUBTEST(test_label_escaping);
 	RUN_SUBTEST(test_atomic_replace);

@@ -7,6 +7,7 @@
  *
  * usage: alloc_mix [-t THREADS] [-n ITERS] [-s SIZE] [-a API[,API...]]
  *                  [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS] [-m SIZE]
+ *                  [-c CHECKPOINT_FILE]
  *
  * Every thread waits on a barrier, then runs ITERS iterations, each doing
  * every listed API once with SIZE bytes (suffix K, M or G: powers of 1024).
@@ -32,6 +33,9 @@
  * -d DELAY_MS: print the pid to stderr and sleep before cuInit, so a test
  * can attach the tracer to a process that already runs.
  *
+ * -c FILE: on SIGUSR1, write "checkpoint PID" to FILE and go on, as a
+ * trainer that checkpoints when warned (umtrace guard --warn-signal USR1).
+ *
  * The fake's model knobs apply as set in the environment (FAKECUDA_MODE,
  * FAKECUDA_POOL, FAKECUDA_POOL_MAX_BYTES); the report says which model ran
  * ("mode", "pool") as the fake reports it. In discrete mode device
@@ -51,6 +55,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -128,6 +134,7 @@ static struct {
 	unsigned long start_delay_ms;
 	unsigned long hold_ms;	/* -w: everything live for this long */
 	uint64_t outside_bytes;	/* -m: plain memory touched outside any call */
+	const char *checkpoint;	/* -c: written on SIGUSR1 */
 } opt = {
 	.threads = 1,
 	.iters = 1,
@@ -805,6 +812,34 @@ static int am_write_report(const struct am_thread *th,
 
 /* ---- command line ---- */
 
+static char am_ckpt_text[64];
+static size_t am_ckpt_len;
+
+/* Async-signal-safe: open, write and close only. */
+static void am_on_usr1(int sig)
+{
+	int fd = open(opt.checkpoint, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int saved = errno;
+
+	(void)sig;
+	if (fd >= 0) {
+		if (write(fd, am_ckpt_text, am_ckpt_len) < 0)
+			saved = errno;
+		close(fd);
+	}
+	errno = saved;
+}
+
+static void am_catch_usr1(void)
+{
+	struct sigaction sa = { .sa_handler = am_on_usr1, .sa_flags = SA_RESTART };
+
+	am_ckpt_len = (size_t)snprintf(am_ckpt_text, sizeof(am_ckpt_text), "checkpoint %d\n",
+				       (int)getpid());
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+}
+
 static void am_usage(void)
 {
 	unsigned int a;
@@ -812,6 +847,7 @@ static void am_usage(void)
 	fprintf(stderr,
 		"usage: alloc_mix [-t THREADS] [-n ITERS] [-s SIZE] [-a API[,API...]]\n"
 		"                 [-F] [-k] [-o FILE] [-x] [-d DELAY_MS] [-w HOLD_MS] [-m SIZE]\n"
+		"                 [-c CHECKPOINT_FILE]\n"
 		"  SIZE takes K, M or G; API is 'all' or one of:");
 	for (a = 0; a < AM_NR_APIS; a++)
 		fprintf(stderr, " %s", am_ops[a].name);
@@ -917,7 +953,7 @@ static void am_parse(int argc, char **argv)
 
 	opt.apis[0] = AM_ALLOC;
 	opt.napis = 1;
-	while ((c = getopt(argc, argv, "t:n:s:a:Fko:xd:w:m:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:s:a:Fko:xd:w:m:c:h")) != -1) {
 		switch (c) {
 		case 't':
 			opt.threads = (unsigned int)am_parse_ulong(optarg);
@@ -955,6 +991,9 @@ static void am_parse(int argc, char **argv)
 		case 'd':
 			opt.start_delay_ms = am_parse_ulong(optarg);
 			break;
+		case 'c':
+			opt.checkpoint = optarg;
+			break;
 		default:
 			am_usage();
 		}
@@ -975,6 +1014,8 @@ int main(int argc, char **argv)
 
 	am_page = (size_t)sysconf(_SC_PAGESIZE);
 	am_parse(argc, argv);
+	if (opt.checkpoint)
+		am_catch_usr1();
 	if (opt.start_delay_ms) {
 		fprintf(stderr, "alloc_mix: pid %d, starting in %lu ms\n",
 			(int)getpid(), opt.start_delay_ms);

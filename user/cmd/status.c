@@ -95,6 +95,29 @@ static void print_stopped(const struct guard_stopped *s, time_t now)
 	       guard_state__still_held(s) ? "" : "  (no longer stopped)");
 }
 
+/* --warn-eta: the jobs warned and still on their way to the floor. */
+static void print_warned(const struct guard_status *st, time_t now)
+{
+	char comm[ESC_TERM_LEN(sizeof(st->warned[0].comm))], eta[32], lead[32];
+	const struct guard_warned *w;
+	size_t i;
+
+	if (!st->warn_eta)
+		return;
+	printf("warned: %llu jobs since the start, %zu on their way to the floor "
+	       "(--warn-eta %s)\n", (unsigned long long)st->warnings, st->n_warned,
+	       fmt_seconds(st->warn_eta, lead, sizeof(lead)));
+	if (!st->n_warned)
+		return;
+	printf("%-8s %-16s %8s  %-14s %s\n", "PID", "COMM", "SINCE", "FLOOR IN THEN", "SIGNAL");
+	for (i = 0; i < st->n_warned; i++) {
+		w = &st->warned[i];
+		printf("%-8u %-16s %7llds  %-14s %s\n", w->pid,
+		       esc__term(w->comm, comm, sizeof(comm)), (long long)(now - w->when),
+		       fmt_seconds(w->eta, eta, sizeof(eta)), w->signal);
+	}
+}
+
 static void print_text(const struct guard_status *st, bool alive)
 {
 	char a[32], b[32], c[32], d[32];
@@ -132,6 +155,7 @@ static void print_text(const struct guard_status *st, bool alive)
 	       (unsigned long long)st->samples, (unsigned long long)st->checks,
 	       (unsigned long long)st->kernel_stops, (unsigned long long)st->policy_stops,
 	       (unsigned long long)st->send_failed, (unsigned long long)st->reclaims);
+	print_warned(st, now);
 	if (!st->n_stopped) {
 		printf("stopped: none\n");
 		return;
@@ -152,6 +176,17 @@ static void print_json_stopped(struct jsonw *w, const struct guard_stopped *s)
 	jsonw__i64(w, "since", s->when);
 	jsonw__str(w, "cgroup", s->cgroup);
 	jsonw__bool(w, "still_stopped", guard_state__still_held(s));
+	jsonw__object_end(w);
+}
+
+static void print_json_warned(struct jsonw *w, const struct guard_warned *x)
+{
+	jsonw__object(w, NULL);
+	jsonw__u64(w, "pid", x->pid);
+	jsonw__str(w, "comm", x->comm);
+	jsonw__i64(w, "since", x->when);
+	jsonw__u64(w, "seconds_to_floor", x->eta);
+	jsonw__str(w, "signal", strcmp(x->signal, "-") ? x->signal : "");
 	jsonw__object_end(w);
 }
 
@@ -199,6 +234,12 @@ static void print_json(const struct guard_status *st, bool alive)
 	jsonw__array(&w, "stopped");
 	for (i = 0; i < st->n_stopped; i++)
 		print_json_stopped(&w, &st->stopped[i]);
+	jsonw__array_end(&w);
+	jsonw__u64(&w, "warn_eta_seconds", st->warn_eta);
+	jsonw__u64(&w, "warnings", st->warnings);
+	jsonw__array(&w, "warned");
+	for (i = 0; i < st->n_warned; i++)
+		print_json_warned(&w, &st->warned[i]);
 	jsonw__array_end(&w);
 	jsonw__close(&w);
 }

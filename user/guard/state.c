@@ -32,6 +32,14 @@ static void write_stopped(FILE *f, const struct guard_stopped *s)
 		esc__token(s->comm, comm, sizeof(comm)));
 }
 
+static void write_warned(FILE *f, const struct guard_warned *w)
+{
+	char comm[ESC_TERM_LEN(sizeof(w->comm))];
+
+	fprintf(f, "warned %" PRIu32 " %" PRId64 " %" PRIu64 " %s %s\n", w->pid, w->when,
+		w->eta, w->signal[0] ? w->signal : "-", esc__token(w->comm, comm, sizeof(comm)));
+}
+
 static void write_body(FILE *f, const struct guard_status *st)
 {
 	size_t i;
@@ -58,8 +66,13 @@ static void write_body(FILE *f, const struct guard_status *st)
 		fprintf(f, "slide_horizon %" PRIu64 "\nslide_per_hour %" PRIu64
 			"\nseconds_to_floor %" PRIu64 "\n", st->slide_horizon,
 			st->slide_per_hour, st->seconds_to_floor);
+	if (st->warn_eta)
+		fprintf(f, "warn_eta %" PRIu64 "\nwarnings %" PRIu64 "\n", st->warn_eta,
+			st->warnings);
 	for (i = 0; i < st->n_stopped; i++)
 		write_stopped(f, &st->stopped[i]);
+	for (i = 0; i < st->n_warned; i++)
+		write_warned(f, &st->warned[i]);
 }
 
 char *guard_state__format(const struct guard_status *st, size_t *len)
@@ -101,6 +114,19 @@ static int parse_stopped(const char *v, struct guard_stopped *s)
 	return 0;
 }
 
+/* "warned PID TIME ETA SIGNAL COMM": COMM is the rest of the line. */
+static int parse_warned(const char *v, struct guard_warned *w)
+{
+	int n = 0;
+
+	memset(w, 0, sizeof(*w));
+	if (sscanf(v, "%" SCNu32 " %" SCNd64 " %" SCNu64 " %7s %n", &w->pid, &w->when,
+		   &w->eta, w->signal, &n) != 4 || !n)
+		return -EINVAL;
+	esc__unescape(v + n, w->comm, sizeof(w->comm));
+	return 0;
+}
+
 static int parse_line(struct guard_status *st, const char *key, const char *v)
 {
 	static const struct {
@@ -113,6 +139,7 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 		U(pages_always), U(pages_on), U(arm_margin), U(arm_late_us), U(arms),
 		U(memlock), U(helper_memlock), U(resident_bytes),
 		U(slide_horizon), U(slide_per_hour), U(seconds_to_floor),
+		U(warn_eta), U(warnings),
 #undef U
 	};
 	size_t i;
@@ -141,6 +168,11 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 		if (st->n_stopped >= GUARD_STATE_MAX_STOPPED)
 			return 0;
 		return parse_stopped(v, &st->stopped[st->n_stopped++]);
+	}
+	if (!strcmp(key, "warned")) {
+		if (st->n_warned >= GUARD_STATE_MAX_WARNED)
+			return 0;
+		return parse_warned(v, &st->warned[st->n_warned++]);
 	}
 	return 0;	/* a newer daemon's key */
 }

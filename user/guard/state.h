@@ -7,6 +7,7 @@
  *	umtrace-guard-state 1
  *	KEY VALUE			(one per line, see state.c)
  *	stopped PID ACTION REASON TIME_UNIX CGROUP COMM
+ *	warned PID TIME_UNIX SECONDS_TO_FLOOR SIGNAL COMM
  *
  * CGROUP ("-" if none) and COMM are tokens (esc__token(): \xNN for a
  * space, a control or a byte that is not UTF-8, "\\" for '\'), read back
@@ -21,6 +22,7 @@
 
 #define GUARD_STATE_DEFAULT "/run/umtrace/guard.state"
 #define GUARD_STATE_MAX_STOPPED 256
+#define GUARD_STATE_MAX_WARNED 64
 
 struct guard_stopped {
 	uint32_t pid;
@@ -28,6 +30,15 @@ struct guard_stopped {
 	char reason[16];	/* "admission", "floor", "reclaim", "policy" */
 	int64_t when;		/* unix seconds */
 	char cgroup[512];	/* "-" if none */
+	char comm[64];
+};
+
+/* A job warned of its floor (--warn-eta), in its episode still. */
+struct guard_warned {
+	uint32_t pid;
+	int64_t when;		/* unix seconds */
+	uint64_t eta;		/* seconds to the floor when warned */
+	char signal[8];		/* "USR1"..., "-": none sent */
 	char comm[64];
 };
 
@@ -55,8 +66,12 @@ struct guard_status {
 	uint64_t slide_horizon, slide_per_hour, seconds_to_floor;
 	/* What the daemon and its helper locked (enum mem_lock); the daemon's resident bytes. */
 	uint64_t memlock, helper_memlock, resident_bytes;
+	uint64_t warn_eta;	/* --warn-eta, seconds; 0: no warnings */
+	uint64_t warnings;	/* jobs warned since the start */
 	size_t n_stopped;
 	struct guard_stopped stopped[GUARD_STATE_MAX_STOPPED];
+	size_t n_warned;
+	struct guard_warned warned[GUARD_STATE_MAX_WARNED];
 };
 
 /* The file's text (the caller frees it), or NULL with errno set. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <ini.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,9 @@ enum key {
 	K_METRICS_FILE,
 	K_LIBCUDA,
 	K_PAGE_PROGRAMS,
+	K_WARN_ETA,
+	K_ON_WARN,
+	K_WARN_SIGNAL,
 	K__COUNT,
 };
 
@@ -56,7 +60,69 @@ static const struct {
 	[K_METRICS_FILE] = { "metrics_file" },
 	[K_LIBCUDA] = { "libcuda", true },
 	[K_PAGE_PROGRAMS] = { "page_programs", .choices = "auto or always" },
+	[K_WARN_ETA] = { "warn_eta" },
+	[K_ON_WARN] = { "on_warn" },
+	[K_WARN_SIGNAL] = { "warn_signal", .choices = "USR1, USR2, HUP, INT, TERM or off" },
 };
+
+/*
+ * What a trainer catches to checkpoint (PyTorch Lightning: USR1), or
+ * stops on. Each ends a job that does not catch it: the operator's choice.
+ */
+static const struct {
+	const char *name;
+	int sig;
+} warn_signals[] = {
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP }, { "INT", SIGINT },
+	{ "TERM", SIGTERM },
+};
+
+static int parse_signal(const char *v, int *sig)
+{
+	size_t i;
+
+	if (!strcasecmp(v, "off")) {
+		*sig = 0;
+		return 0;
+	}
+	if (!strncasecmp(v, "SIG", 3))
+		v += 3;
+	for (i = 0; i < sizeof(warn_signals) / sizeof(warn_signals[0]); i++) {
+		if (!strcasecmp(v, warn_signals[i].name)) {
+			*sig = warn_signals[i].sig;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *guard_config__signal_name(int sig)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(warn_signals) / sizeof(warn_signals[0]); i++)
+		if (warn_signals[i].sig == sig)
+			return warn_signals[i].name;
+	return "-";
+}
+
+/* "30m", "2h"...: how long before its floor a job is warned; "off": never. */
+static int set_eta(uint64_t *ms, const char *v, const char *name, char *err, size_t errlen)
+{
+	uint64_t t;
+
+	if (!strcasecmp(v, "off")) {
+		*ms = 0;
+		return 0;
+	}
+	if (parse_duration_ms(v, &t) || t < 1000 || t > 7 * 24 * 3600000ULL) {
+		errbuf__set(err, errlen, "invalid %s '%s': expected a duration of 1s to 7 days "
+			    "(90s, 30m, 2h) or off", name, v);
+		return -EINVAL;
+	}
+	*ms = t;
+	return 0;
+}
 
 
 /* --- one key = value --- */
@@ -184,6 +250,8 @@ static int set_choice(struct guard_config *cfg, enum key k, const char *v)
 			return -EINVAL;
 		cfg->pages_always = !strcmp(v, "always");
 		return 0;
+	case K_WARN_SIGNAL:
+		return parse_signal(v, &cfg->warn_signal);
 	default:
 		return 1;
 	}
@@ -228,6 +296,10 @@ static int apply(struct guard_config *cfg, enum key k, const char *v, bool cli, 
 		return protect__add(&cfg->protect, v, name, err, errlen);
 	case K_ON_STOP:
 		return set_string(&cfg->on_stop, v, name, err, errlen);
+	case K_ON_WARN:
+		return set_string(&cfg->on_warn, v, name, err, errlen);
+	case K_WARN_ETA:
+		return set_eta(&cfg->warn_eta_ms, v, name, err, errlen);
 	case K_POSTMORTEM_DIR:
 		return set_path(&cfg->postmortem_dir, v, cli, name, err, errlen);
 	case K_METRICS_FILE:
@@ -406,7 +478,7 @@ static int check_owner(const char *path, const struct stat *st, char *err, size_
 		return -EINVAL;
 	}
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		errbuf__set(err, errlen, "%s: writable by group or others, and umtrace runs its on_stop as root (chmod go-w %s)",
+		errbuf__set(err, errlen, "%s: writable by group or others, and umtrace runs its on_stop and on_warn as root (chmod go-w %s)",
 			path, path);
 		return -EPERM;
 	}
@@ -518,6 +590,7 @@ void guard_config__free(struct guard_config *cfg)
 	guard_scope__free(&cfg->scope);
 	protect__free(&cfg->protect);
 	free(cfg->on_stop);
+	free(cfg->on_warn);
 	free(cfg->postmortem_dir);
 	free(cfg->metrics_file);
 	free_list(cfg->libcuda, cfg->n_libcuda);

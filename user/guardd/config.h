@@ -34,6 +34,10 @@ struct guard_config {
 	/* The page programs stay attached far from the floor too (guardd/arm.h). */
 	bool pages_always;
 	char *on_stop;		/* a command; NULL: none */
+	/* Warn a job whose time to the floor falls under warn_eta_ms (0: never). */
+	uint64_t warn_eta_ms;
+	char *on_warn;		/* a command; NULL: none */
+	int warn_signal;	/* sent to the job warned; 0: none */
 	char *postmortem_dir;
 	char *metrics_file;
 	char **libcuda;
@@ -66,5 +70,7 @@ int guard_config__set(struct guard_config *cfg, const char *key, const char *val
 int guard_config__policy(const struct guard_config *cfg, uint64_t mem_total,
 			 struct guard_policy *p, char *err, size_t errlen);
 void guard_config__free(struct guard_config *cfg);
+/* "USR1", "TERM"... of a warn_signal; "-" for another. */
+const char *guard_config__signal_name(int sig);
 
 #endif /* UMTRACE_GUARD_CONFIG_H */

@@ -106,6 +106,11 @@ struct guard_proc {
 	enum umt_guard_reason reason;
 	char cgroup[512];
 	struct trend grow[GUARD_HORIZONS];	/* its GPU-attributed host bytes (snapshot.c) */
+	/* warned of its floor (--warn-eta), and not out of that episode since */
+	bool warned;
+	time_t warned_at;
+	uint64_t warned_eta;		/* seconds to the floor then */
+	bool warned_signal;		/* --warn-signal was sent */
 };
 
 /* What the command line and the config file ask for (guardd/opts.c). */
@@ -116,6 +121,9 @@ struct guard_opts {
 	enum guard_act action;
 	bool dry_run;
 	const char *on_stop;
+	uint64_t warn_eta_ms;		/* warn a job this long before its floor; 0: never */
+	const char *on_warn;
+	int warn_signal;		/* 0: none */
 	const char *postmortem_dir;
 	const char *metrics_file;
 	const char *state_file;
@@ -190,6 +198,8 @@ struct guard {
 	struct trend slide[GUARD_HORIZONS];	/* last_metric, 1 min, 15 min, 1 h */
 	uint64_t samples, kernel_stops, policy_stops, fallback_sends, resumes;
 	uint64_t transients;		/* kernel stops let go: the crossing did not last */
+	uint64_t warnings;		/* jobs warned of their floor (--warn-eta) */
+	uint64_t next_warn_ms;
 	struct guard_held held[GUARD_HELD_MAX];
 	size_t n_held;
 	struct guard_told told[GUARD_TELL_MAX];
@@ -225,6 +235,13 @@ void guard__write_report(struct guard *g);
 /* snapshot.c: each sample's value fed to the horizons. */
 void guard__slide_add(struct guard *g, uint64_t ts_ns);
 void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes);
+/*
+ * When a job whose host bytes grow reaches the floor, alone at its pace:
+ * false if it grows on no horizon; else the horizon (s) that says so, the
+ * seconds to the floor and its growth per hour.
+ */
+bool guard__proc_eta(const struct guard *g, const struct guard_proc *p, uint64_t now_ns,
+		     uint64_t *horizon_s, uint64_t *eta_s, double *per_hour);
 
 /* tick.c: the sample and the sampled rule, every session tick. */
 void guard__tick(void *ctx);
@@ -239,6 +256,8 @@ void guard__stopped(struct guard *g, struct guard_proc *p, uint64_t ts_ns,
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why);
 /* The stops carried out since, told: their log lines, bundles and hooks. */
 void guard__tell(struct guard *g);
+/* --warn-eta: each job in scope whose floor is nearer, warned once an episode. */
+void guard__warn(struct guard *g, uint64_t now_ms);
 /* A record of the kernel side's stop: held for a second look, or told (a session op). */
 void guard__kernel_stop(void *guard, const struct umt_guard_rec *r);
 /* The held stops' looks due by now_ms; whether any is still held. */
@@ -289,6 +308,8 @@ void guard_sites__free(struct guard_holders *h);
  * The stop is put in the flight recorder first, so the bundle has it.
  */
 void postmortem__stop(struct guard_postmortem *pm, const struct guard_stop *s);
+/* cmd (--on-warn) in a child, with the warning in UMTRACE_* variables and no bundle. */
+void postmortem__hook(const char *cmd, const struct guard_stop *s);
 /* Its parts; the flight recorder made if asked for: 0 or -errno. */
 int postmortem__init(struct guard_postmortem *pm, const struct guard_opts *o,
 		     const struct guard_holders *who, const struct torch_model *torch,

@@ -149,6 +149,75 @@ void guard__tell(struct guard *g)
 	g->n_told = 0;
 }
 
+/* ----- the warning before the stop (--warn-eta) ----- */
+
+#define GUARD_WARN_MS 1000
+
+static void warn_one(struct guard *g, struct guard_proc *p, uint64_t horizon, uint64_t eta,
+		     double per_hour)
+{
+	struct guard_stop s = {
+		.warn = true,
+		.ts_ns = clock__mono_ns(),
+		.dry = g->opt.dry_run,
+		.eta_s = eta,
+		.eta_horizon_s = horizon,
+		.per_hour = per_hour,
+		.signal = g->opt.warn_signal,
+	};
+
+	if (proc__cgroup((pid_t)p->pid, p->cgroup, sizeof(p->cgroup)))
+		p->cgroup[0] = '\0';
+	p->warned = true;
+	p->warned_at = time(NULL);
+	p->warned_eta = eta;
+	g->warnings++;
+	if (s.signal && !s.dry) {
+		s.signal_err = guard_act__signal(p->pidfd, (pid_t)p->pid, s.signal);
+		p->warned_signal = !s.signal_err;
+	}
+	make_stop(g, p, &s);
+	s.when = p->warned_at;
+	guard_stop__log_warn(&s, s.signal ? guard_config__signal_name(s.signal) : NULL);
+	if (g->opt.on_warn)
+		postmortem__hook(g->opt.on_warn, &s);
+	guard__write_report(g);
+}
+
+/*
+ * A job's episode ends when it no longer grows toward the floor, or its
+ * floor is twice the lead away again: a job near the line is warned once,
+ * not at every wobble of its slope.
+ */
+void guard__warn(struct guard *g, uint64_t now_ms)
+{
+	uint64_t lead = g->opt.warn_eta_ms / 1000, now = clock__mono_ns(), horizon, eta;
+	struct guard_proc **all;
+	double per_hour;
+	size_t i, n;
+
+	if (!lead || now_ms < g->next_warn_ms)
+		return;
+	g->next_warn_ms = now_ms + GUARD_WARN_MS;
+	all = guard__procs_sorted(&g->procs, &n);
+	if (!all)
+		return;
+	for (i = 0; i < n; i++) {
+		struct guard_proc *p = all[i];
+
+		if (!guard__proc_eta(g, p, now, &horizon, &eta, &per_hour) || eta > 2 * lead) {
+			p->warned = p->warned_signal = false;
+			continue;
+		}
+		if (p->warned || p->stopped || eta > lead)
+			continue;
+		if (!guard_scoper__in_scope(&g->scoper, p) || guard_scoper__protected(&g->scoper, p))
+			continue;
+		warn_one(g, p, horizon, eta, per_hour);
+	}
+	free(all);
+}
+
 void guard__resume(struct guard *g, struct guard_proc *p, const char *why)
 {
 	char comm[ESC_KV_LEN(sizeof(p->comm))];

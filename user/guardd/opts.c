@@ -42,6 +42,7 @@ static const struct key_flag {
 	{ .name = "torch", .value = "true" },
 	{ .name = "no-torch", .value = "false", .key = "torch" },
 	{ .name = "page-programs" },
+	{ .name = "warn-eta" }, { .name = "on-warn" }, { .name = "warn-signal" },
 };
 
 #define N_KEY_FLAGS (sizeof(key_flags) / sizeof(key_flags[0]))
@@ -236,6 +237,13 @@ int guard_opts__parse(struct guard_opts *o, int argc, char **argv)
 	o->action = o->cfg.action;
 	o->dry_run = o->cfg.dry_run;
 	o->on_stop = o->cfg.on_stop;
+	o->warn_eta_ms = o->cfg.warn_eta_ms;
+	o->on_warn = o->cfg.on_warn;
+	o->warn_signal = o->cfg.warn_signal;
+	if (!o->warn_eta_ms && (o->on_warn || o->warn_signal)) {
+		elog("--%s needs --warn-eta: when to warn", o->on_warn ? "on-warn" : "warn-signal");
+		return -EINVAL;
+	}
 	o->postmortem_dir = o->cfg.postmortem_dir;
 	o->metrics_file = o->cfg.metrics_file;
 	/* Naming a libc10 asks for its hook. */

@@ -356,3 +356,17 @@ void postmortem__stop(struct guard_postmortem *pm, const struct guard_stop *s)
 	guard_flight__stop(pm, s);
 	aftermath(pm, s);
 }
+
+void postmortem__hook(const char *cmd, const struct guard_stop *s)
+{
+	pid_t child = fork();
+
+	if (child < 0) {
+		wlog("guard: cannot run --on-warn: %s", strerror(errno));
+		return;
+	}
+	if (child)
+		return;
+	close_inherited();
+	guard_stop__exec_hook(s, cmd, "");
+}

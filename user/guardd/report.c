@@ -97,7 +97,17 @@ static void counter(FILE *f, const char *name, const char *help, uint64_t v)
 	fprintf(f, PREFIX "%s %" PRIu64 "\n", name, v);
 }
 
-static void process_rows(FILE *f, const struct guard_snapshot *s, const char *name, bool bytes)
+enum proc_col { PROC_HOST_BYTES, PROC_STOPPED, PROC_WARNED };
+
+static uint64_t proc_value(const struct guard_metrics_process *r, enum proc_col c)
+{
+	if (c == PROC_HOST_BYTES)
+		return r->host_bytes;
+	return c == PROC_STOPPED ? r->stopped : r->warned;
+}
+
+static void process_rows(FILE *f, const struct guard_snapshot *s, const char *name,
+			 enum proc_col c)
 {
 	const struct guard_metrics_process *r;
 	size_t i;
@@ -106,7 +116,7 @@ static void process_rows(FILE *f, const struct guard_snapshot *s, const char *na
 		r = &s->procs[i];
 		fprintf(f, PREFIX "%s{pid=\"%d\",comm=\"", name, (int)r->pid);
 		esc__prom_label(f, r->comm);
-		fprintf(f, "\"} %" PRIu64 "\n", bytes ? r->host_bytes : (uint64_t)r->stopped);
+		fprintf(f, "\"} %" PRIu64 "\n", proc_value(r, c));
 	}
 }
 
@@ -247,9 +257,16 @@ int metrics__format(FILE *f, const struct guard_snapshot *s)
 
 	family(f, "process_host_bytes", "gauge",
 	       "Host memory a process took in GPU allocation calls and holds.");
-	process_rows(f, s, "process_host_bytes", true);
+	process_rows(f, s, "process_host_bytes", PROC_HOST_BYTES);
 	family(f, "process_stopped", "gauge", "1 if the guard holds the process stopped.");
-	process_rows(f, s, "process_stopped", false);
+	process_rows(f, s, "process_stopped", PROC_STOPPED);
+	if (s->warn_on) {
+		counter(f, "warnings_total", "Jobs warned that their floor is near (--warn-eta).",
+			s->status.warnings);
+		family(f, "process_warned", "gauge",
+		       "1 if the process was warned of its floor and is still on its way there.");
+		process_rows(f, s, "process_warned", PROC_WARNED);
+	}
 	torch_families(f, s);
 
 	if (fflush(f) || ferror(f))

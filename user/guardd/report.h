@@ -37,6 +37,7 @@ struct guard_metrics_process {
 	const char *comm;
 	uint64_t host_bytes;	/* GPU-attributed host memory */
 	bool stopped;		/* by the guard */
+	bool warned;		/* of its floor, this episode (--warn-eta) */
 	/* its host bytes grow on this horizon (s; 0: none), reaching the floor in */
 	uint64_t slide_horizon, seconds_to_floor;
 };
@@ -62,6 +63,7 @@ struct guard_snapshot {
 	uint64_t mem_free;
 	uint64_t mem_total;
 	uint64_t resumes;
+	bool warn_on;		/* --warn-eta: the warnings' families are written */
 	uint64_t kernel_decisions;	/* the kernel side's, told or let go */
 	double last_stop_time;	/* Unix seconds; 0: never */
 	/* What the daemon could not keep: log lines, files, flight events. */

@@ -13,7 +13,7 @@
 #include "rec/flight_recorder.h"
 #include "guardd/daemon.h"
 
-static const uint64_t horizon_s[GUARD_HORIZONS] = { 60, 900, 3600 };
+static const uint64_t horizons_s[GUARD_HORIZONS] = { 60, 900, 3600 };
 
 /* Each horizon of t, made on first use: a guard and its processes start zeroed. */
 static void feed(struct trend *t, uint64_t ts_ns, double v)
@@ -22,7 +22,7 @@ static void feed(struct trend *t, uint64_t ts_ns, double v)
 
 	for (i = 0; i < GUARD_HORIZONS; i++) {
 		if (!t[i].slot_ns)
-			trend__init(&t[i], horizon_s[i] * 1000000000ULL);
+			trend__init(&t[i], horizons_s[i] * 1000000000ULL);
 		trend__add(&t[i], ts_ns, v);
 	}
 }
@@ -68,9 +68,30 @@ static void snapshot_slide(struct guard *g, struct guard_status *st)
 
 	if (i == GUARD_HORIZONS)
 		return;
-	st->slide_horizon = horizon_s[i];
+	st->slide_horizon = horizons_s[i];
 	st->slide_per_hour = (uint64_t)(rate * 3600);
 	st->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, rate);
+}
+
+static void snapshot_warned(struct guard_proc **all, size_t n, int sig,
+			    struct guard_status *st)
+{
+	size_t i;
+
+	for (i = 0; i < n && st->n_warned < GUARD_STATE_MAX_WARNED; i++) {
+		struct guard_proc *p = all[i];
+		struct guard_warned *w;
+
+		if (!p->warned)
+			continue;
+		w = &st->warned[st->n_warned++];
+		w->pid = p->pid;
+		w->when = p->warned_at;
+		w->eta = p->warned_eta;
+		snprintf(w->signal, sizeof(w->signal), "%s",
+			 p->warned_signal ? guard_config__signal_name(sig) : "-");
+		snprintf(w->comm, sizeof(w->comm), "%s", p->comm);
+	}
 }
 
 static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
@@ -109,6 +130,9 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	st->memlock = g->memlock;
 	st->resident_bytes = mem__resident_bytes();
 	snapshot_slide(g, st);
+	st->warn_eta = o->warn_eta_ms / 1000;
+	st->warnings = g->warnings;
+	snapshot_warned(all, n, o->warn_signal, st);
 	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
 		struct guard_proc *p = all[i];
 		struct guard_stopped *s;
@@ -126,17 +150,28 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	}
 }
 
-/* A job whose host bytes grow: when the floor is reached if it goes on alone. */
+bool guard__proc_eta(const struct guard *g, const struct guard_proc *p, uint64_t now_ns,
+		     uint64_t *horizon_s, uint64_t *eta_s, double *per_hour)
+{
+	double headroom = (double)g->last_metric - (double)g->opt.pol.floor, rate;
+	unsigned int i = sliding(p->grow, 1, now_ns, &rate);
+
+	if (i == GUARD_HORIZONS)
+		return false;
+	*horizon_s = horizons_s[i];
+	*eta_s = (uint64_t)trend__seconds_to(headroom, rate);
+	*per_hour = rate * 3600;
+	return true;
+}
+
 static void proc_slide(struct guard *g, const struct guard_proc *p,
 		       struct guard_metrics_process *row)
 {
-	double headroom = (double)g->last_metric - (double)g->opt.pol.floor, rate;
-	unsigned int i = sliding(p->grow, 1, clock__mono_ns(), &rate);
+	double per_hour;
 
-	if (i == GUARD_HORIZONS)
-		return;
-	row->slide_horizon = horizon_s[i];
-	row->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, rate);
+	if (!guard__proc_eta(g, p, clock__mono_ns(), &row->slide_horizon,
+			     &row->seconds_to_floor, &per_hour))
+		row->slide_horizon = row->seconds_to_floor = 0;
 }
 
 /* What the daemon could not keep, and its flight recorder's memory. */
@@ -176,6 +211,7 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 	s->mem_free = g->sample.free;
 	s->mem_total = g->sample.total;
 	s->resumes = g->resumes;
+	s->warn_on = g->opt.warn_eta_ms;
 	s->kernel_decisions = ks->stops;
 	s->last_stop_time = (double)g->last_stop;
 	snapshot_losses(g, s);
@@ -190,6 +226,7 @@ static void snapshot_metrics(struct guard *g, const struct guard_kstats *ks,
 		procs[i].comm = all[i]->comm;
 		procs[i].host_bytes = guard_sites__proc_host(&g->who, all[i]->pid);
 		procs[i].stopped = all[i]->stopped && !all[i]->dry;
+		procs[i].warned = all[i]->warned;
 		proc_slide(g, all[i], &procs[i]);
 	}
 	s->procs = procs;

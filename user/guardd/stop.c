@@ -68,8 +68,11 @@ static void torch_fields(const struct guard_stop *s, char *buf, size_t len)
 
 void guard_stop__name(struct guard_stop *s)
 {
-	s->reason_name = guard_reason__name(s->reason);
-	s->action_name = s->dry ? "dry-run" : guard_act__name(s->action);
+	s->reason_name = s->warn ? "warn" : guard_reason__name(s->reason);
+	if (s->warn)
+		s->action_name = "warn";
+	else
+		s->action_name = s->dry ? "dry-run" : guard_act__name(s->action);
 	s->metric_name = guard_metric__name(s->metric);
 	if (!s->torch)
 		s->verdict = "";
@@ -99,6 +102,26 @@ void guard_stop__log(const struct guard_stop *s)
 	     s->send_err ? " send=failed" : "");
 }
 
+void guard_stop__log_warn(const struct guard_stop *s, const char *signal)
+{
+	char held[32], metric[32], rate[32], torch[128], comm[ESC_KV_LEN(sizeof(s->comm))];
+	char cgroup[ESC_KV_LEN(sizeof(s->cgroup))], site[ESC_KV_LEN(sizeof(s->top_site))];
+
+	torch_fields(s, torch, sizeof(torch));
+	esc__kv(s->comm, comm, sizeof(comm));
+	esc__kv(s->cgroup[0] ? s->cgroup : "-", cgroup, sizeof(cgroup));
+	esc__kv(s->top_site, site, sizeof(site));
+	slog("guard: warn pid=%u ts=%" PRIu64 ".%09" PRIu64 " comm=%s cgroup=%s "
+	     "seconds_to_floor=%" PRIu64 " horizon=%" PRIu64 "s grows=%s/h %s=%s gpu_host=%s%s "
+	     "top_site=%s signal=%s%s",
+	     s->pid, s->ts_ns / 1000000000, s->ts_ns % 1000000000, comm, cgroup,
+	     s->eta_s, s->eta_horizon_s,
+	     fmt_bytes(s->per_hour > 0 ? (uint64_t)s->per_hour : 0, rate, sizeof(rate)),
+	     s->metric_name, fmt_bytes(s->metric_bytes, metric, sizeof(metric)),
+	     fmt_bytes(s->held, held, sizeof(held)), torch, site,
+	     !signal ? "-" : s->dry ? "dry-run" : signal, s->signal_err ? " send=failed" : "");
+}
+
 void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const char *bundle)
 {
 	char buf[64], text[ESC_TERM_LEN(GUARD_STOP_SITE_MAX)];
@@ -126,6 +149,10 @@ void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const c
 		snprintf(buf, sizeof(buf), "%" PRIu64, s->torch_v.reserved);
 		setenv("UMTRACE_TORCH_RESERVED", s->torch_v.reserved_known ? buf : "", 1);
 		setenv("UMTRACE_TORCH_VERDICT", s->verdict, 1);
+	}
+	if (s->warn) {
+		snprintf(buf, sizeof(buf), "%" PRIu64, s->eta_s);
+		setenv("UMTRACE_SECONDS_TO_FLOOR", buf, 1);
 	}
 	setenv("UMTRACE_POSTMORTEM", bundle, 1);
 	execl("/bin/sh", "sh", "-c", hook, (char *)NULL);

@@ -38,9 +38,15 @@ struct guard_stop {
 	char top_site[GUARD_STOP_SITE_MAX];	/* the call site holding most */
 	bool torch;			/* its PyTorch allocator reported (--torch) */
 	struct torch_verdict torch_v;	/* its allocator, summed over its devices */
+	/* A warning (--warn-eta), not a stop: when the floor is reached at its pace. */
+	bool warn;
+	uint64_t eta_s, eta_horizon_s;	/* seconds to the floor; the horizon that says so */
+	double per_hour;		/* its host bytes' growth */
+	int signal;			/* --warn-signal; 0: none */
+	int signal_err;			/* it could not be sent: -errno */
 	/* Its words, named once when it is made (guard_stop__name). */
-	const char *reason_name;	/* "admission", "floor", "reclaim", "policy" */
-	const char *action_name;	/* "stop", "freeze", or "dry-run" */
+	const char *reason_name;	/* "admission", "floor", "reclaim", "policy", "warn" */
+	const char *action_name;	/* "stop", "freeze", "dry-run", or "warn" */
 	const char *metric_name;	/* "available" or "free" */
 	const char *verdict;		/* its allocator's ("warm-up", "ok"...), "" without */
 };
@@ -58,6 +64,8 @@ void guard_stop__kernel_detail(const struct umt_guard_rec *r, char *buf, size_t 
 void guard_stop__name(struct guard_stop *s);
 /* One line per stop, key=value (names quoted, esc__kv()), for the journal and grep. */
 void guard_stop__log(const struct guard_stop *s);
+/* A warning's line, key=value as a stop's; signal: its name ("USR1"), NULL for none. */
+void guard_stop__log_warn(const struct guard_stop *s, const char *signal);
 /*
  * Run hook (sh -c) with the stop in UMTRACE_* variables (names in the
  * terminal form, esc__term()) and the bundle's path; for a child: it does

@@ -235,6 +235,7 @@ void guard__tick(void *ctx)
 	free(c);
 	apply(g, &a);
 	guard__tell(g);
+	guard__warn(g, t0);
 	g->session.tick_ms = guard_policy__next_interval_ms(&g->opt.pol, &g->pstate);
 	g->next_sample_ms = t0 + g->session.tick_ms;
 	guard_flight__sample(&g->pm);
