@@ -14,7 +14,7 @@
  *   stop.c          a stop as a value, named once: its words, its log
  *                   line and hook variables (what tells of it reads these)
  *   enforce.c       a stop carried out, then made (struct guard_stop)
- *                   and told
+ *                   and told; the warning before it (--warn-eta)
  *   procs.c         the processes it knows, by pid
  *   sites.c         who holds what: attribution and call sites per call
  *   arm.c           the page programs' margin, and the helper that attaches
@@ -24,12 +24,15 @@
  *   scope.c         --scope: the spec and its matching (pure: fuzzed apart)
  *   scope_kernel.c  the scope kept in the kernel side, and victims' scope
  *   postmortem.c    what is kept of each stop: the flight recorder's
- *                   record, then in a child the bundle and --on-stop
+ *                   record, then in a child the bundle and --on-stop;
+ *                   --on-warn
  *   report.c        the state file and metrics from one snapshot, off the
  *                   loop, and the metrics' text
  *
- * struct guard below is the daemon's state, shared by those files;
- * nothing here prints but through lib/log.h.
+ * struct guard below is the daemon's state: daemon.c, tick.c,
+ * enforce.c and snapshot.c take it whole; the others take their parts
+ * (struct guard_armer, _holders, _scoper, _postmortem, the pid table).
+ * Nothing here prints but through lib/log.h.
  */
 #ifndef UMTRACE_GUARDD_DAEMON_H
 #define UMTRACE_GUARDD_DAEMON_H
