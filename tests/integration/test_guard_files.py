@@ -12,7 +12,7 @@ import harness
 # Every key guard_config knows (user/guardd/config.c).
 CONFIG_KEYS = {"floor", "low", "drop", "metric", "action", "scope", "protect", "dry_run",
                "auto_resume", "on_stop", "postmortem_dir", "metrics_file", "libcuda", "torch",
-               "page_programs"}
+               "page_programs", "warn_eta", "on_warn", "warn_signal"}
 
 
 def unit_test_bin(env, name):
