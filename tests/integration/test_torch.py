@@ -374,3 +374,28 @@ def test_torch_guard_stop(env):
         f"torch_verdict {m.group(3)}\n" in ev, ev
     with open(os.path.join(pm, bundles[0], "report.txt")) as f:
         assert "PyTorch's caching allocator" in f.read()
+
+
+def test_torch_versioned_libc10_found_and_its_form_named(env):
+    """A distribution's libc10 has a versioned name (libc10.so.2.6) and no
+    bare libc10.so beside it: found in LD_LIBRARY_PATH all the same, and
+    -v names the form of the hook it has and what that gives."""
+    c10, job = paths(env)
+    d = env.tmpfile("versioned-c10")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    shutil.copy(c10, os.path.join(d, "libc10.so.2.6"))
+    p = subprocess.run([env.umtrace, "report", "-v", "-d", "1s", "--libcuda", env.fake],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "LD_LIBRARY_PATH": d})
+    assert p.returncode == 0, p.stderr[-1500:]
+    assert f"found {d}/libc10.so.2.6\n" in p.stderr, p.stderr[-3000:]
+    assert re.search(r"%s/libc10\.so\.2\.6: PyTorch's allocator hook, "
+                     r"_ZN3c1027reportMemoryUsageToProfilerEPvl(mm|ll)N\S+: with the "
+                     r"allocator's totals" % re.escape(d), p.stderr), p.stderr[-3000:]
+    # -v is umtrace's own lines; libbpf's debug log waits for -vv.
+    assert "libbpf: " not in p.stderr, "libbpf's debug log at -v: " + p.stderr[-1500:]
+    p = subprocess.run([env.umtrace, "report", "-vv", "-d", "1s", "--libcuda", env.fake],
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "LD_LIBRARY_PATH": d})
+    assert p.returncode == 0 and "libbpf: " in p.stderr, p.stderr[-1500:]

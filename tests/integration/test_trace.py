@@ -449,6 +449,58 @@ def test_discovery_rescan_finds_running_process(env):
     assert len(mine) == 6, res
 
 
+def maps_say(pid, text, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(f"/proc/{pid}/maps") as f:
+            if text in f.read():
+                return
+        assert time.monotonic() < deadline, f"{text!r} never in pid {pid}'s maps"
+        time.sleep(0.02)
+
+
+def test_discovery_library_replaced_on_disk(env):
+    """A job whose libcuda was replaced on disk after it mapped it (a driver
+    upgrade: its maps say "(deleted)", and no path leads to the inode it
+    runs) is probed all the same, through /proc/PID/map_files/: every call
+    it makes is seen. The job is held stopped in its start-up delay until
+    the probes are in, so no call can come before them."""
+    d = env.tmpfile("replaced")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    lib = os.path.join(d, "libcuda.so.1")
+    shutil.copy(env.fake, lib)
+    envv = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    job = env.popen([env.alloc_mix, "-d", "1000", "-n", "3", "-s", "1M", "-a", "alloc", "-F",
+                     "-o", env.tmpfile("replaced.json")], env={**envv, "LD_LIBRARY_PATH": d})
+    maps_say(job.pid, lib)
+    job.send_signal(signal.SIGSTOP)
+    shutil.copy(env.fake, lib + ".new")
+    os.rename(lib + ".new", lib)	# as an upgrade does: the old inode lives on, unnamed
+    maps_say(job.pid, lib + " (deleted)")
+    errf = env.tmpfile("replaced-trace.err")
+    with open(errf, "w") as ef:
+        tr = subprocess.Popen([env.umtrace, "trace", "-v", "--json", "--rescan", "0", "-p",
+                               str(job.pid)], stdout=subprocess.PIPE, stderr=ef, text=True,
+                              env=envv)
+    env._procs.append(tr)
+    want = f"probing 26 entry points in {lib} (deleted, run by pid {job.pid})"
+    deadline = time.monotonic() + 60
+    # Probes in, then the capabilities dropped: the tracer is running.
+    while want not in open(errf).read() or "capabilities dropped" not in open(errf).read():
+        assert tr.poll() is None and time.monotonic() < deadline, open(errf).read()[-1500:]
+        time.sleep(0.02)
+    job.send_signal(signal.SIGCONT)
+    job.wait(timeout=60)
+    assert job.returncode == 0, job.stderr.read()
+    out, _ = tr.communicate(timeout=60)
+    err = open(errf).read()
+    assert tr.returncode == 0, err[-800:]
+    from harness import TraceResult
+    mine = [c for c in TraceResult(0, out, err).calls if c["pid"] == job.pid]
+    assert len(mine) == 6, (mine, err[-1500:])
+
+
 def root_of_its_own(env, name, files):
     """A root directory with copies of files (at their base names) and of
     what ldd says they need (at the same paths): to the loader and to

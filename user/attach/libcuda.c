@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "attach/libcuda.h"
@@ -126,6 +127,29 @@ static void add_from_dir(struct libcuda_set *set, const char *dir, enum lib_kind
 		vlog("found %s", path);
 }
 
+/*
+ * Distributions ship libc10 under a versioned name (libc10.so.2.6), with
+ * or without the bare name beside it: every libc10.so* in dir.
+ */
+static void add_c10_from_dir(struct libcuda_set *set, const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	if (!wanted(set, LIB_C10) || !(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		if (lib_kind__of(e->d_name) != LIB_C10)
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) >= (int)sizeof(path))
+			continue;
+		if (libcuda_set__add(set, path, LIB_C10) > 0)
+			vlog("found %s", set->libs[set->n - 1].name);
+	}
+	closedir(d);
+}
+
 static void add_from_ld_library_path(struct libcuda_set *set)
 {
 	const char *env = getenv("LD_LIBRARY_PATH");
@@ -137,7 +161,7 @@ static void add_from_ld_library_path(struct libcuda_set *set)
 		if (!*dir)
 			continue;
 		add_from_dir(set, dir, LIB_CUDA);
-		add_from_dir(set, dir, LIB_C10);
+		add_c10_from_dir(set, dir);
 	}
 	free(copy);
 }
@@ -235,12 +259,52 @@ static int mapped_open(const char *pid, const char *file, unsigned long ino, str
 	return -ENOENT;
 }
 
+/* " (deleted)" at the end of a maps path: cut, and said. */
+static bool strip_deleted(char *file)
+{
+	static const char tag[] = " (deleted)";
+	size_t len = strlen(file), tl = sizeof(tag) - 1;
+
+	if (len <= tl || strcmp(file + len - tl, tag))
+		return false;
+	file[len - tl] = '\0';
+	return true;
+}
+
+/*
+ * A library replaced on disk while the process runs (a driver upgrade,
+ * `pip install -U torch`): maps says "(deleted)" and no path leads to
+ * the inode it runs. /proc/PID/map_files/ does (root: CAP_SYS_ADMIN),
+ * and a uprobe on that inode is one on the code the process runs.
+ */
+static int deleted_open(const char *pid, const struct maps_ent *e, const char *file,
+			struct stat *st, char *found, size_t len)
+{
+	char path[96];
+	int fd;
+
+	if (proc__path_on_fuse((pid_t)atoi(pid), file))
+		return -ENOENT;	/* a process serves it: it may never answer */
+	snprintf(path, sizeof(path), "/proc/%s/map_files/%llx-%llx", pid,
+		 (unsigned long long)e->lo, (unsigned long long)e->hi);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_ino != e->ino) {
+		close(fd);
+		return -ENOENT;
+	}
+	snprintf(found, len, "%s (deleted, run by pid %s)", file, pid);
+	return fd;
+}
+
 static int scan_maps(struct libcuda_set *set, const char *pid)
 {
 	char path[64], line[PATH_MAX + 256], lib[PATH_MAX + 64], real[PATH_MAX + 256];
 	int added = 0, kind, fd;
 	struct maps_ent e;
 	unsigned long ino;
+	bool deleted;
 	struct stat st;
 	char *file;
 	FILE *f;
@@ -256,14 +320,17 @@ static int scan_maps(struct libcuda_set *set, const char *pid)
 		file[e.path_len] = '\0';
 		if (!(strstr(file, "libcuda.so") || strstr(file, "libc10.so") || strstr(file, "/ld-")))
 			continue;
+		deleted = strip_deleted(file);
 		kind = lib_kind__of(file);
-		if (strstr(file, " (deleted)") || kind < 0 || !wanted(set, kind))
+		if (kind < 0 || !wanted(set, kind))
 			continue;
 		ino = e.ino;
 		fd = -ENOENT;
-		if (proc__maps_path(file, real, sizeof(real)))
+		if (deleted)
+			fd = deleted_open(pid, &e, file, &st, lib, sizeof(lib));
+		else if (proc__maps_path(file, real, sizeof(real)))
 			fd = mapped_open(pid, real, ino, &st, lib, sizeof(lib));
-		if (fd < 0)
+		if (fd < 0 && !deleted)
 			fd = mapped_open(pid, file, ino, &st, lib, sizeof(lib));
 		if (fd < 0)
 			continue;

@@ -66,7 +66,7 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 	case 'p':
 		return parse_pids(o, arg) ? -EINVAL : 1;
 	case 'v':
-		log_verbose = true;
+		log_verbose++;
 		return 1;
 	case OPT_LIBCUDA:
 		if (!*arg) {
@@ -161,7 +161,9 @@ void attach_opts__usage(FILE *f)
 "                           none; default auto: nodes without CPUs while\n"
 "                           NVIDIA's driver is loaded, as GH200's HBM): their\n"
 "                           pages are counted apart, never as host memory\n"
-"  -v, --verbose            say what is found and attached, show libbpf's log\n");
+"  -v, --verbose            say what is found and attached (which form of\n"
+"                           PyTorch's hook, too); twice, -vv: libbpf's debug\n"
+"                           log as well\n");
 }
 
 int attach_opts__bad_option(const char *cmd, int opt, char **argv)

@@ -411,8 +411,11 @@ int probes__attach_torch(struct probes *p, const char *file, const char *name,
 		}
 		offs[n] = hits[i].offset;
 		cookies[n] = (uint64_t)ck;
-		if (!seen_offset(offs, n))
-			n++;
+		if (seen_offset(offs, n))
+			continue;
+		vlog("%s: PyTorch's allocator hook, %s: %s", name,
+		     esc__term(hits[i].name, shown, sizeof(shown)), torch_hook__form(ck));
+		n++;
 	}
 	if (!n)
 		return 0;

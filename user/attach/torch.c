@@ -34,6 +34,15 @@ int64_t torch_hook__cookie(const char *mangled)
 	return -1;
 }
 
+const char *torch_hook__form(int64_t cookie)
+{
+	if (cookie & UMT_TORCH_CK_TOTALS)
+		return "with the allocator's totals (PyTorch 1.10 and later): allocated and "
+		       "reserved as the allocator counts them";
+	return "without totals (PyTorch before 1.10): reserved unknown, allocated summed "
+	       "from the sizes since the probe went in, only leak or ok can be said";
+}
+
 /* What the feed knows of a process. */
 struct torch_feed_proc {
 	uint32_t pid;				/* first: a pid_table row */

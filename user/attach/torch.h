@@ -29,6 +29,8 @@
  * mangles them) or none, then c10::Device by value.
  */
 int64_t torch_hook__cookie(const char *mangled);
+/* What a form of the hook (its cookie) gives, in words, for -v. */
+const char *torch_hook__form(int64_t cookie);
 
 typedef void (*torch_sample_fn)(void *ctx, const struct torch_sample *s);
 

@@ -222,7 +222,7 @@ static int option(void *ctx, int opt, const char *arg)
 	(void)ctx;
 	(void)arg;
 	if (opt == 'v')
-		log_verbose = true;
+		log_verbose++;
 	return 0;
 }
 

@@ -73,7 +73,8 @@ static const struct command *find_command(const char *name)
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (level == LIBBPF_DEBUG && !log_verbose)
+	/* libbpf's debug log drowns umtrace's own -v lines: -vv asks for it. */
+	if (level == LIBBPF_DEBUG && log_verbose < 2)
 		return 0;
 	if (level == LIBBPF_INFO && !log_verbose)
 		return 0;

@@ -10,7 +10,7 @@
 #include "lib/log.h"
 #include "lib/sys.h"
 
-bool log_verbose;
+int log_verbose;
 
 struct log_line {
 	char *text;

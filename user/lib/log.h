@@ -27,7 +27,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-extern bool log_verbose;
+/* -v: umtrace says what it finds and attaches; -vv: libbpf's debug log too. */
+extern int log_verbose;
 
 enum log_prio {
 	LOG_PRIO_INFO,		/* dropped first when the queue is full */
