@@ -22,7 +22,7 @@ UMT_BENCH_OUT := $(OUT)/bench
 UMT_BENCH_LDLIBS := -lbpf -lelf -lz
 
 BENCH_PROGS := $(UMT_BENCH_OUT)/empty_tp $(UMT_BENCH_OUT)/storm $(UMT_BENCH_OUT)/interleave \
-	$(UMT_BENCH_OUT)/hookloop $(UMT_BENCH_OUT)/maps_walk
+	$(UMT_BENCH_OUT)/hookloop $(UMT_BENCH_OUT)/maps_walk $(UMT_BENCH_OUT)/model_bench
 
 .PHONY: bench-progs
 bench-progs: $(BENCH_PROGS) $(OUT)/umtrace $(FAKECUDA_LIB) $(OUT)/tests/alloc_mix \
@@ -68,6 +68,13 @@ $(UMT_BENCH_OUT)/maps_walk: $(UMT_BENCH_DIR)/maps_walk.c user/lib/procfs.c user/
 		user/lib/procfs.h | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -Iuser $(filter %.c,$^) -o $@
+
+# PyTorch's allocator model's cost a sample and a process (user/model), alone.
+$(UMT_BENCH_OUT)/model_bench: $(UMT_BENCH_DIR)/model_bench.c $(wildcard user/model/torch*.c) \
+		user/model/trend.c user/model/cuda_api.c user/lib/pid_table.c \
+		$(wildcard user/model/*.h) | $(UMT_BENCH_OUT)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -Iuser -Ibpf $(filter %.c,$^) -o $@
 
 $(UMT_BENCH_OUT)/storm: $(UMT_BENCH_DIR)/storm.c | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)
