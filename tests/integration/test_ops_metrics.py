@@ -1,0 +1,372 @@
+# SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+"""The operators' own stack, for real: the guard's metrics file served by
+node_exporter's textfile collector, scraped by Prometheus with the shipped
+alert rules, the alerts delivered by Alertmanager to a webhook, and the
+Grafana dashboard's queries run against that Prometheus.
+
+Every service is the Debian package's binary (prometheus,
+prometheus-node-exporter, prometheus-alertmanager: `install-deps.sh
+--test`), started here with a configuration of this test's own, on
+127.0.0.1 and ports free at run time, its data in a temporary directory,
+and killed at the end whatever happens. The webhook is an HTTP server in
+this process, on loopback.
+
+The rules are scripts/prometheus/umtrace.rules.yml with one change: every
+`for:` (5 to 30 minutes there) is 2s here, so that an alert fires within
+the test; the expressions are the shipped ones. UmtraceGuardStoppedJob
+(no `for:`), UmtraceGuardJobsHeld and UmtraceGuardHeadroomLow fire and
+are delivered; UmtraceGuardJobsHeld is resolved after `umtrace resume`
+and UmtraceGuardDown fires once the guard has exited. Three cannot fire
+in a test of minutes, whatever their `for:`: UmtraceGuardMetricsStale
+(the file must be 120 s old), UmtraceProcessHostMemoryGrowing and
+UmtraceTorchReservedGrowing (`offset 30m` and 30-minute slopes); their
+expressions are checked by `promtool test rules` (test_install.py), and
+here only loaded by Prometheus without an error.
+
+The state every metric needs: a job taking 32 MiB every 400 ms toward a
+floor 2 GiB below what is available (a slide: umtrace_seconds_to_floor
+for the host and for the job; --warn-eta 10m: a warning; then a stop at
+the floor), a torch_alloc job under --torch (umtrace_torch_*), and
+--postmortem-dir (the flight recorder's gauges). A 1 GiB ballast, ended
+after the stop, leaves the room for the resumed job to finish."""
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+from harness import Skip
+from test_guard import GIB, MIB, Guard, ballast, resume_until_done, usable, wait_stopped, \
+    wait_told
+
+SERVICES = {"prometheus": "prometheus", "prometheus-node-exporter": "prometheus-node-exporter",
+            "prometheus-alertmanager": "prometheus-alertmanager"}
+FOR = "2s"
+# The guard's metrics README and umtrace-guard(8) name, each of which must
+# come out of Prometheus as a series (the file's other families too, below).
+DOCUMENTED = [
+    "umtrace_guard_up", "umtrace_guard_floor_bytes", "umtrace_guard_low_bytes",
+    "umtrace_guard_drop_bytes", "umtrace_guard_auto_resume_bytes",
+    "umtrace_guard_headroom_bytes", "umtrace_guard_mem_available_bytes",
+    "umtrace_guard_mem_free_bytes", "umtrace_guard_mem_total_bytes",
+    "umtrace_guard_stopped_processes", "umtrace_guard_last_stop_timestamp_seconds",
+    "umtrace_guard_page_programs_attached", "umtrace_guard_process_host_bytes",
+    "umtrace_guard_process_stopped", "umtrace_guard_stops_total",
+    "umtrace_guard_resumes_total", "umtrace_guard_signal_failures_total",
+    "umtrace_guard_reclaim_events_total", "umtrace_guard_kernel_decisions_total",
+    "umtrace_guard_admission_checks_total", "umtrace_guard_samples_total",
+    "umtrace_guard_page_program_arms_total", "umtrace_guard_log_lines_dropped_total",
+    "umtrace_guard_log_stop_lines_dropped_total", "umtrace_guard_file_writes_failed_total",
+    "umtrace_guard_file_writes_superseded_total", "umtrace_guard_flight_recorder_bytes",
+    "umtrace_guard_flight_recorder_evicted_total", "umtrace_seconds_to_floor",
+    "umtrace_torch_allocated_bytes", "umtrace_torch_reserved_bytes",
+    "umtrace_guard_warnings_total", "umtrace_guard_process_warned",
+]
+
+
+def free_port():
+    """A loopback port nobody listens on now (the service binds it next)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read().decode()
+
+
+class Hook:
+    """Alertmanager's webhook receiver: every notification's JSON, in order."""
+
+    def __init__(self):
+        self.got = []
+        self.lock = threading.Lock()
+        hook = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with hook.lock:
+                    hook.got.append(json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def alerts(self):
+        """(alertname, status) of every alert in every notification so far."""
+        with self.lock:
+            return [(a["labels"]["alertname"], a["status"])
+                    for n in self.got for a in n["alerts"]]
+
+    def wait(self, name, status, timeout):
+        deadline = time.monotonic() + timeout
+        while (name, status) not in self.alerts():
+            assert time.monotonic() < deadline, \
+                f"no {status} {name} from Alertmanager in {timeout}s: {self.alerts()}"
+            time.sleep(0.1)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Stack:
+    """node_exporter, Prometheus and Alertmanager, this test's own."""
+
+    def __init__(self, env, top, rules, hook_port):
+        self.env, self.top, self.procs = env, top, []
+        self.textfile = os.path.join(top, "textfile")
+        os.mkdir(self.textfile)
+        self.ne, self.prom, self.am = free_port(), free_port(), free_port()
+        am_conf = os.path.join(top, "alertmanager.yml")
+        # YAML is a superset of JSON: these configurations are written as JSON.
+        with open(am_conf, "w") as f:
+            json.dump({"route": {"receiver": "test", "group_by": ["alertname"],
+                                 "group_wait": "1s", "group_interval": "1s",
+                                 "repeat_interval": "1h"},
+                       "receivers": [{"name": "test", "webhook_configs": [
+                           {"url": f"http://127.0.0.1:{hook_port}/hook",
+                            "send_resolved": True}]}]}, f)
+        prom_conf = os.path.join(top, "prometheus.yml")
+        with open(prom_conf, "w") as f:
+            json.dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                       "rule_files": [rules],
+                       "alerting": {"alertmanagers": [
+                           {"static_configs": [{"targets": [f"127.0.0.1:{self.am}"]}]}]},
+                       "scrape_configs": [{"job_name": "node", "static_configs": [
+                           {"targets": [f"127.0.0.1:{self.ne}"]}]}]}, f)
+        self.start("alertmanager", ["prometheus-alertmanager", f"--config.file={am_conf}",
+                                    f"--storage.path={top}/am-data",
+                                    f"--web.listen-address=127.0.0.1:{self.am}",
+                                    "--cluster.listen-address="],
+                   f"http://127.0.0.1:{self.am}/-/ready")
+        self.start("node_exporter", ["prometheus-node-exporter",
+                                     f"--web.listen-address=127.0.0.1:{self.ne}",
+                                     "--collector.disable-defaults", "--collector.textfile",
+                                     f"--collector.textfile.directory={self.textfile}"],
+                   f"http://127.0.0.1:{self.ne}/metrics")
+        self.start("prometheus", ["prometheus", f"--config.file={prom_conf}",
+                                  f"--storage.tsdb.path={top}/prom-data",
+                                  f"--web.listen-address=127.0.0.1:{self.prom}"],
+                   f"http://127.0.0.1:{self.prom}/-/ready")
+
+    def start(self, name, argv, ready, timeout=30):
+        log = open(os.path.join(self.top, name + ".log"), "w")
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                             stderr=subprocess.STDOUT)
+        log.close()
+        self.procs.append((name, p))
+        deadline = time.monotonic() + timeout
+        while True:
+            assert p.poll() is None, f"{name} exited ({p.returncode}): {self.log(name)}"
+            try:
+                if http_get(ready, timeout=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, f"{name} not ready in {timeout}s: {self.log(name)}"
+            time.sleep(0.2)
+
+    def log(self, name):
+        with open(os.path.join(self.top, name + ".log")) as f:
+            return f.read()[-1500:]
+
+    def api(self, path, **params):
+        _, body = http_get(f"http://127.0.0.1:{self.prom}/api/v1/{path}?"
+                           + urllib.parse.urlencode(params, doseq=True), timeout=30)
+        out = json.loads(body)
+        assert out["status"] == "success", out
+        return out["data"]
+
+    def series(self, expr, start):
+        """The expression as a graph over [start, now] at 1 s: its series."""
+        return self.api("query_range", query=expr, start=f"{start:.3f}",
+                        end=f"{time.time():.3f}", step="1")["result"]
+
+    def wait_series(self, expr, start, timeout=30):
+        deadline = time.monotonic() + timeout
+        while not (got := self.series(expr, start)):
+            assert time.monotonic() < deadline, f"no series for {expr} in {timeout}s"
+            time.sleep(0.5)
+        return got
+
+    def stop(self):
+        for _, p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for _, p in self.procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=15)
+
+
+def short_rules(env, path):
+    """The shipped rules with every `for:` set to FOR; nothing else changed."""
+    with open(os.path.join(env.root, "scripts", "prometheus", "umtrace.rules.yml")) as f:
+        text = f.read()
+    fors = len(re.findall(r"^\s+for: ", text, re.M))
+    short, n = re.subn(r"^(\s+for: )\S+$", r"\g<1>" + FOR, text, flags=re.M)
+    assert n == fors == 6, f"{n} of {fors} for: lines rewritten"
+    with open(path, "w") as f:
+        f.write(short)
+    return [l for l in text.splitlines() if not re.match(r"\s+for: ", l)] == \
+        [l for l in short.splitlines() if not re.match(r"\s+for: ", l)]
+
+
+def dashboard_queries(env):
+    """(what, PromQL) of every panel target and annotation of the dashboard,
+    its $instance variable left to match every instance."""
+    with open(os.path.join(env.root, "scripts", "grafana", "umtrace.json")) as f:
+        dash = json.load(f)
+    out = []
+    for panel in dash["panels"]:
+        for t in panel.get("targets", []):
+            out.append((f"panel {panel['title']!r}", t["expr"]))
+    for a in dash["annotations"]["list"]:
+        if a.get("expr"):
+            out.append((f"annotation {a['name']!r}", a["expr"]))
+    assert len(out) >= 8, out
+    variables = [v for v in dash["templating"]["list"] if v["name"] == "instance"]
+    assert variables, "the dashboard has no $instance variable"
+    return [(w, q.replace("$instance", ".+")) for w, q in out], variables[0]
+
+
+def test_ops_metrics_pipeline(env):
+    """Guard -> textfile -> node_exporter -> Prometheus (shipped rules, `for:`
+    2s) -> Alertmanager -> webhook: a stop fires UmtraceGuardStoppedJob and
+    UmtraceGuardJobsHeld, `umtrace resume` resolves the latter, the guard's
+    exit fires UmtraceGuardDown; every metric the guard documents, and every
+    query of scripts/grafana/umtrace.json, returns series from Prometheus."""
+    missing = [b for b in SERVICES if not shutil.which(b)]
+    if missing:
+        raise Skip(f"not installed: {', '.join(missing)} (Debian packages of the same "
+                   "names; scripts/install-deps.sh --test)")
+    c10, torch_alloc = (os.path.join(env.tests, n) for n in ("libc10.so", "torch_alloc"))
+    for p in (c10, torch_alloc):
+        if not os.path.exists(p):
+            raise Skip(f"{p} not built")
+    t0 = time.monotonic()
+    top = env.tmpfile("ops")
+    shutil.rmtree(top, ignore_errors=True)
+    os.mkdir(top)
+    rules = os.path.join(top, "umtrace.rules.yml")
+    assert short_rules(env, rules), "the rules' copy differs in more than its for: lines"
+    queries, variable = dashboard_queries(env)
+    hook = Hook()
+    stack = g = None
+    try:
+        stack = Stack(env, top, rules, hook.port)
+        start = time.time()
+        t_stack = time.monotonic() - t0
+        # The rules as Prometheus loaded them: all 7, each evaluated without an error.
+        deadline = time.monotonic() + 30
+        while True:
+            groups = stack.api("rules")["groups"]
+            loaded = {r["name"]: r["health"] for grp in groups for r in grp["rules"]}
+            assert len(loaded) == 7 and "err" not in loaded.values(), loaded
+            if set(loaded.values()) == {"ok"}:
+                break
+            assert time.monotonic() < deadline, f"rules not evaluated in 30s: {loaded}"
+            time.sleep(0.5)
+
+        ball = ballast(env, GIB)
+        floor = usable() - 2 * GIB
+        prom = os.path.join(stack.textfile, "umtrace.prom")
+        g = Guard(env, floor, extra=["--metrics-file", prom, "--torch", "--libc10", c10,
+                                     "--postmortem-dir", os.path.join(top, "pm"),
+                                     "--warn-eta", "10m",
+                                     "--scope", "comm:^(alloc_mix|torch_alloc)$"])
+        torch = env.popen([torch_alloc, "-m", "steady", "-s", "100000", "-w", "300",
+                           "-o", "/dev/null"])
+        stack.wait_series('umtrace_torch_reserved_bytes{pid="%d"}' % torch.pid, start, 30)
+        job = env.popen([env.alloc_mix, "-n", "72", "-s", "32M", "-a", "alloc", "-k",
+                         "-o", "/dev/null"], env={**os.environ, "FAKECUDA_DELAY_MS": "400"})
+        assert wait_stopped(job.pid, 90) is not None, "the job was not stopped at the floor"
+        wait_told(g, job.pid, 30)
+        t_stop = time.monotonic()
+        hook.wait("UmtraceGuardStoppedJob", "firing", 60)
+        hook.wait("UmtraceGuardJobsHeld", "firing", 60)
+        t_fired = time.monotonic()
+        stack.wait_series('umtrace_guard_process_stopped{pid="%d"} == 1' % job.pid, start)
+
+        # Room for the rest of its allocations, then resume: the held alert ends.
+        ball.kill()
+        ball.wait(timeout=30)
+        resume_until_done(g, job, floor, 120)
+        hook.wait("UmtraceGuardJobsHeld", "resolved", 60)
+        t_resolved = time.monotonic()
+        stack.wait_series("sgn(max_over_time(umtrace_guard_stopped_processes[1m])"
+                          " - umtrace_guard_stopped_processes) == 1", start)
+
+        # Every family in the file, and every documented one, as a series.
+        with open(prom) as f:
+            families = set(re.findall(r"^# TYPE (\S+) ", f.read(), re.M))
+        assert families, "no families in the guard's file"
+        empty = [n for n in sorted(families | set(DOCUMENTED)) if not stack.series(n, start)]
+        assert not empty, f"no series in Prometheus for {empty}"
+        # The states they were set up for, by the jobs' own pids.
+        for expr in ('umtrace_seconds_to_floor{pid=""}',
+                     'umtrace_seconds_to_floor{pid="%d",comm="alloc_mix"}' % job.pid,
+                     'umtrace_guard_process_warned{pid="%d"} == 1' % job.pid,
+                     'umtrace_guard_process_host_bytes{pid="%d"} > %d' % (job.pid, GIB),
+                     'umtrace_torch_allocated_bytes{pid="%d",device="0"} > 0' % torch.pid,
+                     'umtrace_torch_reserved_bytes{pid="%d",device="0"} >= %d'
+                     % (torch.pid, 40 * MIB),
+                     "umtrace_guard_warnings_total >= 1",
+                     "umtrace_guard_stops_total >= 1",
+                     'node_textfile_mtime_seconds{file=~".*umtrace.*\\\\.prom"}'):
+            assert stack.series(expr, start), f"no series for {expr}"
+        # The dashboard: every panel's query and annotation returns data, and
+        # each annotation marks at least one moment (Grafana draws a 1).
+        for what, expr in queries:
+            got = stack.series(expr, start)
+            assert got, f"{what}: no data for {expr}"
+            if what.startswith("annotation"):
+                assert any(v == "1" for s in got for _, v in s["values"]), f"{what}: {got}"
+        m = re.fullmatch(r"label_values\((.+), *instance\)", variable["query"]["query"])
+        assert m, variable
+        values = stack.api("label/instance/values", **{"match[]": m.group(1), "start": start})
+        assert values == [f"127.0.0.1:{stack.ne}"], values
+
+        # The guard's exit: its last file says up 0.
+        torch.kill()
+        torch.wait(timeout=30)
+        g.stop()
+        g = None
+        hook.wait("UmtraceGuardDown", "firing", 60)
+        t_down = time.monotonic()
+    finally:
+        if g is not None and g.p.poll() is None:
+            g.p.send_signal(signal.SIGINT)
+            try:
+                g.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                g.p.kill()
+        if stack is not None:
+            stack.stop()
+        hook.close()
+        shutil.rmtree(top, ignore_errors=True)
+    print(f"    stack up in {t_stack:.1f}s; stop -> both alerts delivered "
+          f"{t_fired - t_stop:.1f}s; resume -> resolved {t_resolved - t_fired:.1f}s; "
+          f"guard's exit -> down {t_down - t_resolved:.1f}s; {len(families)} families, "
+          f"{len(queries)} dashboard queries; {len(hook.got)} notifications")
+
+
+test_ops_metrics_pipeline.TIMEOUT_S = 240
