@@ -28,7 +28,11 @@ floor 2 GiB below what is available (a slide: umtrace_seconds_to_floor
 for the host and for the job; --warn-eta 10m: a warning; then a stop at
 the floor), a torch_alloc job under --torch (umtrace_torch_*), and
 --postmortem-dir (the flight recorder's gauges). A 1 GiB ballast, ended
-after the stop, leaves the room for the resumed job to finish."""
+after the stop, leaves the room for the resumed job to finish.
+
+README's single-host recipe goes through promtool and amtool as given:
+its rule_files with the shipped rules, its Alertmanager route taking the
+umtrace alerts and no other."""
 import http.server
 import json
 import os
@@ -46,29 +50,72 @@ from harness import Skip
 from test_guard import GIB, MIB, Guard, ballast, resume_until_done, usable, wait_stopped, \
     wait_told
 
-SERVICES = {"prometheus": "prometheus", "prometheus-node-exporter": "prometheus-node-exporter",
-            "prometheus-alertmanager": "prometheus-alertmanager"}
+# The binaries, each its Debian package's name; promtool and amtool come with two.
+SERVICES = ("prometheus", "prometheus-node-exporter", "prometheus-alertmanager", "promtool",
+            "amtool")
 FOR = "2s"
-# The guard's metrics README and umtrace-guard(8) name, each of which must
-# come out of Prometheus as a series (the file's other families too, below).
-DOCUMENTED = [
-    "umtrace_guard_up", "umtrace_guard_floor_bytes", "umtrace_guard_low_bytes",
-    "umtrace_guard_drop_bytes", "umtrace_guard_auto_resume_bytes",
-    "umtrace_guard_headroom_bytes", "umtrace_guard_mem_available_bytes",
-    "umtrace_guard_mem_free_bytes", "umtrace_guard_mem_total_bytes",
-    "umtrace_guard_stopped_processes", "umtrace_guard_last_stop_timestamp_seconds",
-    "umtrace_guard_page_programs_attached", "umtrace_guard_process_host_bytes",
-    "umtrace_guard_process_stopped", "umtrace_guard_stops_total",
-    "umtrace_guard_resumes_total", "umtrace_guard_signal_failures_total",
-    "umtrace_guard_reclaim_events_total", "umtrace_guard_kernel_decisions_total",
-    "umtrace_guard_admission_checks_total", "umtrace_guard_samples_total",
-    "umtrace_guard_page_program_arms_total", "umtrace_guard_log_lines_dropped_total",
-    "umtrace_guard_log_stop_lines_dropped_total", "umtrace_guard_file_writes_failed_total",
-    "umtrace_guard_file_writes_superseded_total", "umtrace_guard_flight_recorder_bytes",
-    "umtrace_guard_flight_recorder_evicted_total", "umtrace_seconds_to_floor",
-    "umtrace_torch_allocated_bytes", "umtrace_torch_reserved_bytes",
-    "umtrace_guard_warnings_total", "umtrace_guard_process_warned",
-]
+# The figures README's `umtrace guard` section and umtrace-guard(8)'s
+# METRICS name, each of which must come out of Prometheus as a series (the
+# file's other families too, below). The page writes the guard's by their
+# suffix after the first: \fB_low_bytes\fR is umtrace_guard_low_bytes.
+NAME = r"umtrace_(?:guard|torch)_[a-z_]+|umtrace_seconds_to_floor"
+
+
+def documented(env):
+    with open(os.path.join(env.root, "scripts", "man", "umtrace-guard.8")) as f:
+        man = f.read()
+    sec = man[man.index(".SH METRICS"):]
+    sec = sec[:sec.index("\n.SH ", 1)]
+    names = {m if m.startswith("umtrace_") else "umtrace_guard" + m
+             for m in re.findall(r"\\fB(%s|_[a-z_]+)\\fR" % NAME, sec)}
+    with open(os.path.join(env.root, "README.md")) as f:
+        readme = f.read()
+    guard = readme[readme.index("\n## umtrace guard\n"):]
+    guard = guard[:guard.index("\n## ", 1)]
+    names |= set(re.findall(r"\b(%s)\b(?![.\w])" % NAME, guard))
+    assert len(names) >= 30, sorted(names)
+    return names
+
+
+def readme_recipe(env):
+    """README's single-host recipe: its prometheus.yml and alertmanager.yml parts."""
+    with open(os.path.join(env.root, "README.md")) as f:
+        readme = f.read()
+    part = readme[readme.index("**Metrics on one host, step by step.**"):]
+    blocks = re.findall(r"^```\n(.*?)^```$", part[:part.index("\n## ")], re.M | re.S)
+    prom = [b for b in blocks if b.startswith("rule_files:")]
+    am = [b for b in blocks if b.startswith("route:")]
+    assert len(prom) == 1 and len(am) == 1, blocks
+    return prom[0], am[0]
+
+
+def check_recipe(env, top):
+    """README's snippets through promtool and amtool, as an operator would:
+    the rules file it names (here the shipped one), the route that takes
+    the umtrace alerts."""
+    prom, am = readme_recipe(env)
+    shipped = os.path.join(env.root, "scripts", "prometheus", "umtrace.rules.yml")
+    assert "/etc/prometheus/umtrace.rules.yml" in prom, prom
+    path = os.path.join(top, "recipe-prometheus.yml")
+    with open(path, "w") as f:
+        f.write(prom.replace("/etc/prometheus/umtrace.rules.yml", shipped))
+    p = subprocess.run(["promtool", "check", "config", path], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and "7 rules found" in p.stdout, p.stdout + p.stderr
+    path = os.path.join(top, "recipe-alertmanager.yml")
+    with open(path, "w") as f:
+        f.write(am)
+    p = subprocess.run(["amtool", "check-config", path], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for labels, receiver in ((["alertname=UmtraceGuardStoppedJob", "instance=gpu1:9100"],
+                              "gpu-oncall"),
+                             (["alertname=NodeFilesystemFull"], "default")):
+        p = subprocess.run(["amtool", "config", "routes", "test", f"--config.file={path}",
+                            *labels], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0 and p.stdout.strip() == receiver, \
+            f"{labels}: {p.stdout}{p.stderr}"
+
 
 
 def free_port():
@@ -256,8 +303,9 @@ def test_ops_metrics_pipeline(env):
     query of scripts/grafana/umtrace.json, returns series from Prometheus."""
     missing = [b for b in SERVICES if not shutil.which(b)]
     if missing:
-        raise Skip(f"not installed: {', '.join(missing)} (Debian packages of the same "
-                   "names; scripts/install-deps.sh --test)")
+        raise Skip(f"not installed: {', '.join(missing)} (Debian packages prometheus, "
+                   "prometheus-node-exporter, prometheus-alertmanager; "
+                   "scripts/install-deps.sh --test)")
     c10, torch_alloc = (os.path.join(env.tests, n) for n in ("libc10.so", "torch_alloc"))
     for p in (c10, torch_alloc):
         if not os.path.exists(p):
@@ -269,6 +317,8 @@ def test_ops_metrics_pipeline(env):
     rules = os.path.join(top, "umtrace.rules.yml")
     assert short_rules(env, rules), "the rules' copy differs in more than its for: lines"
     queries, variable = dashboard_queries(env)
+    names = documented(env)
+    check_recipe(env, top)
     hook = Hook()
     stack = g = None
     try:
@@ -319,7 +369,7 @@ def test_ops_metrics_pipeline(env):
         with open(prom) as f:
             families = set(re.findall(r"^# TYPE (\S+) ", f.read(), re.M))
         assert families, "no families in the guard's file"
-        empty = [n for n in sorted(families | set(DOCUMENTED)) if not stack.series(n, start)]
+        empty = [n for n in sorted(families | names) if not stack.series(n, start)]
         assert not empty, f"no series in Prometheus for {empty}"
         # The states they were set up for, by the jobs' own pids.
         for expr in ('umtrace_seconds_to_floor{pid=""}',
@@ -365,7 +415,7 @@ def test_ops_metrics_pipeline(env):
         shutil.rmtree(top, ignore_errors=True)
     print(f"    stack up in {t_stack:.1f}s; stop -> both alerts delivered "
           f"{t_fired - t_stop:.1f}s; resume -> resolved {t_resolved - t_fired:.1f}s; "
-          f"guard's exit -> down {t_down - t_resolved:.1f}s; {len(families)} families, "
+          f"guard's exit -> down {t_down - t_resolved:.1f}s; {len(families | names)} metrics, "
           f"{len(queries)} dashboard queries; {len(hook.got)} notifications")
 
 
