@@ -177,9 +177,15 @@ class Stack:
 
     def __init__(self, env, top, rules, hook_port):
         self.env, self.top, self.procs = env, top, []
+        self.rules, self.hook_port = rules, hook_port
         self.textfile = os.path.join(top, "textfile")
         os.mkdir(self.textfile)
         self.ne, self.prom, self.am = free_port(), free_port(), free_port()
+
+    def up(self):
+        """Start the three, each waited for until it answers; stop() ends
+        what was started even when one of them failed."""
+        top, rules, hook_port = self.top, self.rules, self.hook_port
         am_conf = os.path.join(top, "alertmanager.yml")
         # YAML is a superset of JSON: these configurations are written as JSON.
         with open(am_conf, "w") as f:
@@ -320,9 +326,10 @@ def test_ops_metrics_pipeline(env):
     names = documented(env)
     check_recipe(env, top)
     hook = Hook()
-    stack = g = None
+    stack = Stack(env, top, rules, hook.port)
+    g = None
     try:
-        stack = Stack(env, top, rules, hook.port)
+        stack.up()
         start = time.time()
         t_stack = time.monotonic() - t0
         # The rules as Prometheus loaded them: all 7, each evaluated without an error.
@@ -402,6 +409,16 @@ def test_ops_metrics_pipeline(env):
         g = None
         hook.wait("UmtraceGuardDown", "firing", 60)
         t_down = time.monotonic()
+        # What reached the webhook is about this test's host only, its
+        # annotations rendered from the rule's templates.
+        with hook.lock:
+            got = [a for n in hook.got for a in n["alerts"]]
+        here = f"127.0.0.1:{stack.ne}"
+        assert {a["labels"].get("instance") for a in got} == {here}, got
+        summaries = [a["annotations"]["summary"] for a in got
+                     if a["labels"]["alertname"] == "UmtraceGuardStoppedJob"]
+        assert all(x.startswith(f"umtrace guard stopped a job on {here} (") for x in summaries) \
+            and summaries, summaries
     finally:
         if g is not None and g.p.poll() is None:
             g.p.send_signal(signal.SIGINT)
@@ -409,8 +426,7 @@ def test_ops_metrics_pipeline(env):
                 g.p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 g.p.kill()
-        if stack is not None:
-            stack.stop()
+        stack.stop()
         hook.close()
         shutil.rmtree(top, ignore_errors=True)
     print(f"    stack up in {t_stack:.1f}s; stop -> both alerts delivered "
