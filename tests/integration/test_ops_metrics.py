@@ -85,15 +85,26 @@ def readme_recipe(env):
     blocks = re.findall(r"^```\n(.*?)^```$", part[:part.index("\n## ")], re.M | re.S)
     prom = [b for b in blocks if b.startswith("rule_files:")]
     am = [b for b in blocks if b.startswith("route:")]
-    assert len(prom) == 1 and len(am) == 1, blocks
-    return prom[0], am[0]
+    sed = [l for b in blocks for l in b.splitlines() if l.startswith("sed -i ")]
+    assert len(prom) == 1 and len(am) == 1 and len(sed) == 1, blocks
+    return prom[0], am[0], sed[0]
 
 
 def check_recipe(env, top):
     """README's snippets through promtool and amtool, as an operator would:
     the rules file it names (here the shipped one), the route that takes
     the umtrace alerts."""
-    prom, am = readme_recipe(env)
+    prom, am, sed = readme_recipe(env)
+    # The line that sets metrics_file, on the configuration make install puts.
+    conf = os.path.join(top, "guard.conf")
+    shutil.copy(os.path.join(env.root, "scripts", "guard.conf.example"), conf)
+    sed = sed.replace("/etc/umtrace/guard.conf", conf)
+    p = subprocess.run(["sh", "-c", sed], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    with open(conf) as f:
+        set_lines = [l for l in f.read().splitlines() if l.startswith("metrics_file")]
+    assert set_lines == ["metrics_file = /var/lib/prometheus/node-exporter/umtrace_guard.prom"], \
+        set_lines
     shipped = os.path.join(env.root, "scripts", "prometheus", "umtrace.rules.yml")
     assert "/etc/prometheus/umtrace.rules.yml" in prom, prom
     path = os.path.join(top, "recipe-prometheus.yml")
