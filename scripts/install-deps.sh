@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# Install umtrace's build/test dependencies on Debian bookworm (run as root).
-# Usage: scripts/install-deps.sh [--cross] [--bench]
+# Install umtrace's build dependencies on Debian bookworm (run as root).
+# Usage: scripts/install-deps.sh [--test] [--cross] [--bench]
+#   (none)   what `make`, `make demo`, `make static`, `make install` need.
+#   --test   also what `make test` and `make vmtest` read the tool's output
+#            with: Prometheus, node_exporter and Alertmanager (their services
+#            left stopped and disabled), Chromium, xmllint, protoc, sshd,
+#            stress-ng, lintian, qemu, Node.js and the npm package
+#            kubernetes-models (global).
 #   --cross  also install what a static arm64 cross-build needs.
 #   --bench  also install the tools `make bench` compares umtrace with.
 # Safe to rerun: apt-get skips what is installed, the arch is added once.
 set -euo pipefail
 
+TEST=0
 CROSS=0
 BENCH=0
+usage() {
+	sed -n '3,13s/^# \{0,1\}//p' "$0"
+}
 for arg in "$@"; do
 	case $arg in
+	--test) TEST=1 ;;
 	--cross) CROSS=1 ;;
 	--bench) BENCH=1 ;;
-	*) echo "usage: $0 [--cross] [--bench]" >&2; exit 2 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "install-deps: unknown option $arg (usage: $0 [--test] [--cross] [--bench])" >&2; exit 2 ;;
 	esac
 done
 [ "$(id -u)" = 0 ] || { echo "install-deps: must run as root" >&2; exit 1; }
@@ -23,20 +35,28 @@ export DEBIAN_FRONTEND=noninteractive
 APT=(apt-get -qq -o DPkg::Lock::Timeout=300)
 APT_INSTALL=("${APT[@]}" install -y --no-install-recommends)
 
-# qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
+# The build, `make demo`, `make fuzz` and `make SANITIZE=1` (libclang-rt),
+# the man pages and `make deb` (debhelper to groff-base).
+NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
+	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
+	file util-linux libinih-dev libclang-rt-14-dev libcap-dev
+	debhelper dpkg-dev fakeroot man-db groff-base bash-completion)
+# --test: what only the tests use.
+# prometheus (promtool), prometheus-node-exporter, prometheus-alertmanager:
+# the rules' and metrics' checks and the whole metrics pipeline of
+# tests/integration/test_ops_metrics.py, which starts its own instances on
+# loopback ports; the packages' services are kept from running here.
+# chromium to fonts-dejavu-core: the flamegraphs' readers (test_export.py,
+# test_flamegraph.py). stress-ng: the soak and the shared-host tests.
 # openssh-server: the real sshd the guard must never stop, run by
 # tests/integration/test_guard_identity.py on a loopback port of its own
 # (Debian's policy-rc.d, where present, keeps the package from starting it).
-# debhelper to python3-yaml: `make deb`, lintian, the man pages, the bash
-# completion and the Kubernetes manifest's tests (tests/integration/
-# test_install.py, test_man.py, test_completion.py, test_deploy.py).
-NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
-	libzstd-dev libdw-dev liblzma-dev libbz2-dev pkg-config python3 procps
-	file util-linux libinih-dev prometheus
-	chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
-	libclang-rt-14-dev stress-ng libcap-dev openssh-server
-	qemu-system-x86 qemu-system-arm busybox-static cpio
-	debhelper dpkg-dev fakeroot lintian man-db groff-base bash-completion python3-yaml)
+# lintian, python3-yaml: test_install.py, test_deploy.py.
+# qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
+PROM_PKGS=(prometheus prometheus-node-exporter prometheus-alertmanager)
+TEST_PKGS=(chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
+	stress-ng openssh-server lintian python3-yaml
+	qemu-system-x86 qemu-system-arm busybox-static cpio)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross
@@ -64,17 +84,53 @@ stage "apt-get update"
 stage "installing native packages"
 "${APT_INSTALL[@]}" "${NATIVE[@]}" >/dev/null
 
-# The Kubernetes manifest's schema check (test_deploy.py): the API's schemas
-# as kubernetes-models ships them, compiled, for offline validation. Node.js
-# from Debian unless the machine has one (its npm comes with it).
-K8S_MODELS=kubernetes-models@4.5.1
-if ! command -v npm >/dev/null; then
-	stage "installing nodejs and npm"
-	"${APT_INSTALL[@]}" nodejs npm >/dev/null
-fi
-if ! npm ls -g --depth=0 "$K8S_MODELS" >/dev/null 2>&1; then
-	stage "installing $K8S_MODELS (npm, global)"
-	npm install -g --no-audit --no-fund --loglevel=error "$K8S_MODELS" >/dev/null
+# Services a test package would start (and enable for every boot) that this
+# machine did not run before: kept from starting while apt installs them (a
+# policy-rc.d, unless the machine has its own), then disabled. The tests
+# start their own instances with their own configurations.
+quiet_install() {
+	local pkg new=() own_policy=0
+	for pkg in "$@"; do
+		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || new+=("$pkg")
+	done
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		own_policy=1
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
+	"${APT_INSTALL[@]}" "$@" >/dev/null
+	if [ "$own_policy" = 1 ]; then
+		rm -f /usr/sbin/policy-rc.d
+		trap - EXIT
+	fi
+	for pkg in "${new[@]}"; do
+		if command -v systemctl >/dev/null && [ -e "/lib/systemd/system/$pkg.service" ]; then
+			stage "disabling the $pkg service (the tests run their own)"
+			systemctl --quiet disable "$pkg.service" 2>/dev/null || true
+		fi
+	done
+}
+
+if [ "$TEST" = 1 ]; then
+	stage "installing test packages"
+	"${APT_INSTALL[@]}" "${TEST_PKGS[@]}" >/dev/null
+	stage "installing Prometheus, node_exporter and Alertmanager (services off)"
+	quiet_install "${PROM_PKGS[@]}"
+
+	# The Kubernetes manifest's schema check (test_deploy.py): the API's
+	# schemas as kubernetes-models ships them, compiled, for offline
+	# validation. Node.js from Debian unless the machine has one (its npm
+	# comes with it).
+	K8S_MODELS=kubernetes-models@4.5.1
+	if ! command -v npm >/dev/null; then
+		stage "installing nodejs and npm"
+		"${APT_INSTALL[@]}" nodejs npm >/dev/null
+	fi
+	if ! npm ls -g --depth=0 "$K8S_MODELS" >/dev/null 2>&1; then
+		stage "installing $K8S_MODELS (npm, global)"
+		npm install -g --no-audit --no-fund --loglevel=error "$K8S_MODELS" >/dev/null
+	fi
 fi
 
 if [ "$CROSS" = 1 ]; then

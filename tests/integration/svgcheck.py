@@ -15,9 +15,9 @@ CHROMIUMS = ("chromium", "chromium-browser", "google-chrome")
 
 
 def need(tool, package):
-    """The path of tool; a missing one fails the test (install-deps.sh installs it)."""
+    """The path of tool; a missing one fails the test (install-deps.sh --test installs it)."""
     path = shutil.which(tool)
-    assert path, f"{tool} not found: install Debian package {package} (scripts/install-deps.sh)"
+    assert path, f"{tool} not found: install Debian package {package} (scripts/install-deps.sh --test)"
     return path
 
 
@@ -34,7 +34,7 @@ def find_chromium():
         if path:
             return path
     raise AssertionError("chromium not found: install Debian package chromium "
-                         "(scripts/install-deps.sh)")
+                         "(scripts/install-deps.sh --test)")
 
 
 def _chromium(args, timeout):

@@ -133,13 +133,13 @@ def test_k8s_manifest_schema(env):
     schemas (kubernetes-models' validators, offline), with no field the
     schema does not define; a misspelt field and a bad quantity are caught."""
     if not shutil.which("node") or not shutil.which("npm"):
-        raise harness.Skip("no node/npm (scripts/install-deps.sh installs them)")
+        raise harness.Skip("no node/npm (scripts/install-deps.sh --test installs them)")
     docs, _ = load_k8s(env)
     root = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True,
                           timeout=60).stdout.strip()
     if not os.path.isdir(os.path.join(root, "kubernetes-models")):
         raise harness.Skip(f"npm package kubernetes-models not in {root} "
-                           "(scripts/install-deps.sh installs it)")
+                           "(scripts/install-deps.sh --test installs it)")
     script = os.path.join(env.root, "tests", "integration", "k8s_validate.js")
 
     def validate(objs):

@@ -126,7 +126,7 @@ def test_deb_packages(env):
     for tool, pkg in (("dpkg-buildpackage", "dpkg-dev"), ("dh", "debhelper"),
                       ("lintian", "lintian"), ("fakeroot", "fakeroot")):
         if not shutil.which(tool):
-            raise harness.Skip(f"{tool} not installed ({pkg}; scripts/install-deps.sh)")
+            raise harness.Skip(f"{tool} not installed ({pkg}; scripts/install-deps.sh --test)")
     if not shutil.which("aarch64-linux-gnu-gcc"):
         raise harness.Skip("no arm64 cross compiler: run scripts/install-deps.sh --cross")
     if dpkg_installed("umtrace"):
