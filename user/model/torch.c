@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /* PyTorch's caching allocator from its hook's samples: see torch.h. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "model/cuda_api.h"
@@ -156,11 +157,14 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 		return;		/* older than what the slot holds now */
 	if (sl->n < n) {
 		sl->n = n;
+		sl->ts = s->ts_ns;
 		sl->reserved_max = s->reserved;
 		sl->low = low;
 		sl->high = high;
 		return;
 	}
+	if (s->ts_ns < sl->ts)
+		sl->ts = s->ts_ns;
 	if (s->reserved > sl->reserved_max)
 		sl->reserved_max = s->reserved;
 	if (low < sl->low)
@@ -192,9 +196,20 @@ static void into_trends(struct torch_dev *d, const struct torch_sample *s)
 	}
 }
 
+static void note(const struct torch_model *m, struct torch_dev *d, bool horizons);
+
+/* The shortest horizon's slot turns between two times: the horizons may say more. */
+static bool horizon_turns(uint64_t a_ns, uint64_t b_ns)
+{
+	uint64_t hs = horizon_s[0] * 1000000000ULL / TREND_SLOTS;
+
+	return a_ns / hs != b_ns / hs;
+}
+
 int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 {
 	struct torch_dev *d = dev_of(m, s->pid, s->device);
+	uint64_t n = s->ts_ns / slot_ns(m) + 1;
 
 	if (!d)
 		return -ENOMEM;
@@ -203,6 +218,13 @@ int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 		memset(d, 0, sizeof(*d));
 		d->pid = s->pid;
 		d->device = s->device;
+	}
+	/* A new slot: the window that ended with the one before is whole. */
+	if (d->slot_n && n > d->slot_n) {
+		note(m, d, horizon_turns(d->last.ts_ns, s->ts_ns));
+		d->slot_n = n;
+	} else if (!d->slot_n) {
+		d->slot_n = n;
 	}
 	if (!d->first_ns || s->ts_ns < d->first_ns)
 		d->first_ns = s->ts_ns;
@@ -268,6 +290,9 @@ void torch_model__exit(struct torch_model *m, uint32_t pid)
 		if (m->devs[i].pid == pid && m->forget_exited)
 			continue;
 		if (m->devs[i].pid == pid) {
+			/* Its last window is whole now. */
+			if (!m->devs[i].exited)
+				note(m, &m->devs[i], true);
 			m->devs[i].exited = true;
 			m->devs[i].created |= p && p->created;
 			m->devs[i].segments |= p && p->segments;
@@ -367,9 +392,10 @@ static bool significant(const struct torch_rules *r, int64_t growth, uint64_t ba
 	return growth > 0 && (double)growth >= need;
 }
 
-static unsigned int advise(const struct torch_verdict *v)
+/* The fix for a kind, given how the process gets its segments. */
+static unsigned int advise(const struct torch_verdict *v, enum torch_kind kind)
 {
-	switch (v->kind) {
+	switch (kind) {
 	case TORCH_FRAGMENTATION:
 		if (v->expandable != TORCH_ES_ON)
 			return TORCH_ADV_EXPANDABLE | (v->max_split ? TORCH_ADV_NO_MAX_SPLIT : 0);
@@ -496,13 +522,11 @@ static void sites_of(const struct torch_model *m, const struct torch_dev *d,
 		v->sites[v->n_sites++] = s[i].id;
 }
 
-void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
-			struct torch_verdict *v)
+/* The figures at its last sample, and its segments' call sites. */
+static void figures_of(const struct torch_model *m, const struct torch_dev *d,
+		       struct torch_verdict *v)
 {
-	struct torch_slot w[TORCH_SLOTS];
 	const struct torch_sample *s = &d->last;
-	struct halves h;
-	unsigned int n;
 
 	memset(v, 0, sizeof(*v));
 	v->reserved_known = s->flags & TORCH_S_TOTALS;
@@ -514,22 +538,134 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 	v->peak_reserved = s->peak_reserved;
 	v->cached = s->reserved > s->allocated ? s->reserved - s->allocated : 0;
 	v->cached_share = share(v->cached, s->reserved);
+	v->first_ns = d->first_ns;
+	v->last_ns = s->ts_ns;
+	v->n_episodes = d->n_episodes;
 	sites_of(m, d, v);
-	n = window(m, d, w);
-	if (s->ts_ns - d->first_ns < m->rules.warmup_ns || n < TORCH_MIN_SLOTS) {
-		v->warmup = true;
-		return;
-	}
-	v->slots = n;
-	v->span_ns = (w[n - 1].n - w[0].n + 1) * slot_ns(m);
-	halves_of(w, n, &h);
-	decide(&m->rules, &h, v);
-	judge_slide(m, d, v);
-	v->advice = advise(v);
 }
 
-/* Which of two verdicts a process shows: the one that grows without bound first. */
-static int severity(enum torch_kind k)
+/*
+ * The window's verdict, and the horizons' when asked: false in the
+ * warm-up. w: the window's slots, *n of them.
+ */
+static bool judge_now(const struct torch_model *m, const struct torch_dev *d, bool horizons,
+		      struct torch_verdict *v, struct torch_slot *w, unsigned int *n)
+{
+	struct halves h;
+
+	*n = window(m, d, w);
+	if (d->last.ts_ns - d->first_ns < m->rules.warmup_ns || *n < TORCH_MIN_SLOTS) {
+		v->warmup = true;
+		return false;
+	}
+	v->slots = *n;
+	v->span_ns = (w[*n - 1].n - w[0].n + 1) * slot_ns(m);
+	halves_of(w, *n, &h);
+	decide(&m->rules, &h, v);
+	if (horizons)
+		judge_slide(m, d, v);
+	return true;
+}
+
+static uint64_t clamp(double x)
+{
+	return x > 0 ? (uint64_t)x : 0;
+}
+
+/* A horizon's fit at its start ([0]) and end ([1]); 0s when too few slots. */
+static void fit_ends(const struct trend *t, uint64_t now, uint64_t *out, double *span_s)
+{
+	struct trend_fit f;
+
+	if (!trend__fit(t, now, &f))
+		return;
+	out[0] = clamp(f.last - f.slope * f.span_s);
+	out[1] = clamp(f.last);
+	if (f.span_s > *span_s)
+		*span_s = f.span_s;
+}
+
+/* Named on a horizon: its slots' means at both ends of the fit. */
+static void horizon_episode(const struct torch_dev *d, const struct torch_verdict *v,
+			    struct torch_episode *e)
+{
+	uint64_t now = d->last.ts_ns, span;
+	unsigned int i, k;
+	double span_s = 0;
+
+	for (i = 0; i + 1 < TORCH_HORIZONS && horizon_s[i] != v->slide_horizon; i++)
+		;
+	fit_ends(&d->floor_t[i], now, e->floor, &span_s);
+	fit_ends(&d->reserved_t[i], now, e->reserved, &span_s);
+	fit_ends(&d->unused_t[i], now, e->unused, &span_s);
+	for (k = 0; k < 2; k++)
+		e->peak[k] = e->reserved[k] > e->unused[k] ? e->reserved[k] - e->unused[k] :
+			     e->floor[k];
+	span = (uint64_t)(span_s * 1e9);
+	e->horizon_s = v->slide_horizon;
+	e->per_hour = v->slide_per_hour;
+	e->start_ns = now - d->first_ns > span ? now - span : d->first_ns;
+	e->end_ns = now;
+}
+
+/*
+ * The first slot of the window that rose over the one before: the floor
+ * for a leak, reserved for fragmentation (0: none, or the window's start).
+ */
+static unsigned int rise_of(const struct torch_slot *w, unsigned int n, enum torch_kind k)
+{
+	unsigned int i;
+
+	for (i = 1; i < n; i++) {
+		if (k == TORCH_LEAK && w[i].low > w[i - 1].low)
+			return i;
+		if (k == TORCH_FRAGMENTATION && w[i].reserved_max > w[i - 1].reserved_max)
+			return i;
+	}
+	return 0;
+}
+
+/* A judgement as an episode: over the window, from its first slot to its last. */
+static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
+		       const struct torch_slot *w, unsigned int n, struct torch_episode *e)
+{
+	const struct torch_slot *ends[2] = { &w[0], &w[n - 1] };
+	unsigned int i, k;
+
+	memset(e, 0, sizeof(*e));
+	e->kind = v->kind;
+	if (v->slide_horizon) {
+		horizon_episode(d, v, e);
+		return;
+	}
+	/* From where it began to grow, its figures the level before. */
+	i = rise_of(w, n, v->kind);
+	ends[0] = &w[i ? i - 1 : 0];
+	e->start_ns = w[i].ts;
+	e->end_ns = d->last.ts_ns;
+	for (k = 0; k < 2; k++) {
+		e->reserved[k] = v->reserved_known ? ends[k]->reserved_max : 0;
+		e->floor[k] = ends[k]->low;
+		e->peak[k] = ends[k]->high;
+		e->unused[k] = e->reserved[k] > e->peak[k] ? e->reserved[k] - e->peak[k] : 0;
+	}
+}
+
+/* a goes on to where b ends. */
+static void extend(struct torch_episode *a, const struct torch_episode *b)
+{
+	if (b->end_ns <= a->end_ns)
+		return;
+	a->end_ns = b->end_ns;
+	a->reserved[1] = b->reserved[1];
+	a->floor[1] = b->floor[1];
+	a->peak[1] = b->peak[1];
+	a->unused[1] = b->unused[1];
+	if (b->horizon_s)
+		a->per_hour = b->per_hour;
+}
+
+int torch_kind__severity(enum torch_kind k)
 {
 	switch (k) {
 	case TORCH_LEAK:
@@ -543,6 +679,178 @@ static int severity(enum torch_kind k)
 	}
 }
 
+/* The root cause: the most severe, the earliest among equals (oldest first). */
+static unsigned int root_of(const struct torch_episode *e, unsigned int n)
+{
+	unsigned int i, r = 0;
+
+	for (i = 1; i < n; i++)
+		if (torch_kind__severity(e[i].kind) > torch_kind__severity(e[r].kind))
+			r = i;
+	return r;
+}
+
+static bool less_important(const struct torch_episode *a, const struct torch_episode *b)
+{
+	int sa = torch_kind__severity(a->kind), sb = torch_kind__severity(b->kind);
+
+	if (sa != sb)
+		return sa < sb;
+	return a->end_ns - a->start_ns < b->end_ns - b->start_ns;
+}
+
+static void drop(struct torch_dev *d, unsigned int i)
+{
+	memmove(&d->episodes[i], &d->episodes[i + 1],
+		(d->n_episodes - i - 1) * sizeof(d->episodes[0]));
+	d->n_episodes--;
+}
+
+/*
+ * Full: the closest two neighbours of one kind become one; else the least
+ * important goes, never the root cause nor the newest (where it is now).
+ */
+static void make_room(struct torch_dev *d)
+{
+	struct torch_episode *e = d->episodes;
+	unsigned int root = root_of(e, d->n_episodes), i, best = UINT_MAX;
+	uint64_t gap, closest = UINT64_MAX;
+
+	for (i = 0; i + 1 < d->n_episodes; i++) {
+		if (e[i].kind != e[i + 1].kind)
+			continue;
+		gap = e[i + 1].start_ns > e[i].end_ns ? e[i + 1].start_ns - e[i].end_ns : 0;
+		if (gap < closest) {
+			closest = gap;
+			best = i;
+		}
+	}
+	if (best != UINT_MAX) {
+		extend(&e[best], &e[best + 1]);
+		drop(d, best + 1);
+		return;
+	}
+	for (i = 0; i + 1 < d->n_episodes; i++)
+		if (i != root && (best == UINT_MAX || less_important(&e[i], &e[best])))
+			best = i;
+	drop(d, best);
+}
+
+/*
+ * One of its kind in a row, or overlapping the last one's window (a
+ * verdict that flickers), extends the last episode; else a new one.
+ */
+static void keep(struct torch_dev *d, const struct torch_episode *e)
+{
+	struct torch_episode *last = d->n_episodes ? &d->episodes[d->n_episodes - 1] : NULL;
+
+	struct torch_episode *next;
+
+	if (last && last->kind == e->kind && (d->open || e->start_ns <= last->end_ns)) {
+		extend(last, e);
+		d->open = true;
+		return;
+	}
+	if (d->n_episodes == TORCH_EPISODES)
+		make_room(d);
+	next = &d->episodes[d->n_episodes];
+	*next = *e;
+	if (d->n_episodes && next->start_ns < next[-1].end_ns) {
+		/* Windows overlap: it begins where the one before ended. */
+		next->start_ns = next[-1].end_ns;
+		next->reserved[0] = next[-1].reserved[1];
+		next->floor[0] = next[-1].floor[1];
+		next->peak[0] = next[-1].peak[1];
+		next->unused[0] = next[-1].unused[1];
+	}
+	d->n_episodes++;
+	d->open = true;
+}
+
+/*
+ * Judge the window that ends at its last sample, into its episodes.
+ * Without the horizons (between turns of the shortest's slot) only the
+ * window's leak and fragmentation are said: ok or cache-held then may be
+ * a horizon's slide, which waits for its turn.
+ */
+static void note(const struct torch_model *m, struct torch_dev *d, bool horizons)
+{
+	struct torch_slot w[TORCH_SLOTS];
+	struct torch_verdict v;
+	struct torch_episode e;
+	unsigned int n;
+
+	memset(&v, 0, sizeof(v));
+	v.reserved_known = d->last.flags & TORCH_S_TOTALS;
+	v.reserved = d->last.reserved;
+	if (!judge_now(m, d, horizons, &v, w, &n))
+		return;
+	if (!horizons && v.kind != TORCH_LEAK && v.kind != TORCH_FRAGMENTATION)
+		return;
+	if (v.kind == TORCH_OK) {
+		d->open = false;
+		return;
+	}
+	episode_of(d, &v, w, n, &e);
+	keep(d, &e);
+}
+
+size_t torch_dev__episodes(const struct torch_dev *d, const struct torch_episode **out)
+{
+	*out = d->episodes;
+	return d->n_episodes;
+}
+
+/* Its root cause, the judgement now (NULL: none) among its episodes. */
+static void cause_of(const struct torch_dev *d, const struct torch_episode *now,
+		     struct torch_verdict *v)
+{
+	unsigned int r = d->n_episodes ? root_of(d->episodes, d->n_episodes) : 0;
+
+	if (d->n_episodes) {
+		v->cause = d->episodes[r];
+		v->has_cause = true;
+	}
+	if (!now)
+		return;
+	if (!v->has_cause ||
+	    torch_kind__severity(now->kind) > torch_kind__severity(v->cause.kind)) {
+		v->cause = *now;
+		v->has_cause = true;
+	} else if (r == d->n_episodes - 1 && d->open && now->kind == v->cause.kind) {
+		extend(&v->cause, now);	/* still going on */
+	}
+}
+
+void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v)
+{
+	struct torch_slot w[TORCH_SLOTS];
+	struct torch_episode now;
+	unsigned int n;
+	bool judged;
+
+	figures_of(m, d, v);
+	judged = judge_now(m, d, true, v, w, &n);
+	if (judged && v->kind != TORCH_OK)
+		episode_of(d, v, w, n, &now);
+	cause_of(d, judged && v->kind != TORCH_OK ? &now : NULL, v);
+	v->advice = advise(v, v->has_cause ? v->cause.kind : v->kind);
+}
+
+/* What a process shows: the worst root cause, then the worst window. */
+static bool worse(const struct torch_verdict *a, const struct torch_verdict *b)
+{
+	int ca = a->has_cause ? torch_kind__severity(a->cause.kind) : 0;
+	int cb = b->has_cause ? torch_kind__severity(b->cause.kind) : 0;
+
+	if (ca != cb)
+		return ca > cb;
+	if (a->kind != b->kind)
+		return torch_kind__severity(a->kind) > torch_kind__severity(b->kind);
+	return a->warmup < b->warmup;
+}
+
 bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 			    struct torch_verdict *v)
 {
@@ -553,8 +861,7 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 	memset(&sum, 0, sizeof(sum));
 	for (; i < m->n && m->devs[i].pid == pid; i++) {
 		torch_model__judge(m, &m->devs[i], &one);
-		if (!any || severity(one.kind) > severity(v->kind) ||
-		    (one.kind == v->kind && one.warmup < v->warmup))
+		if (!any || worse(&one, v))
 			*v = one;
 		all_warm &= one.warmup;
 		sum.allocated += one.allocated;
@@ -563,6 +870,11 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 		sum.peak_allocated += one.peak_allocated;
 		sum.peak_reserved += one.peak_reserved;
 		sum.reserved_known |= one.reserved_known;
+		sum.n_episodes += one.n_episodes;
+		if (!any || one.first_ns < sum.first_ns)
+			sum.first_ns = one.first_ns;
+		if (one.last_ns > sum.last_ns)
+			sum.last_ns = one.last_ns;
 		any = true;
 	}
 	if (!any)
@@ -575,5 +887,8 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 	v->peak_allocated = sum.peak_allocated;
 	v->peak_reserved = sum.peak_reserved;
 	v->reserved_known = sum.reserved_known;
+	v->n_episodes = sum.n_episodes;
+	v->first_ns = sum.first_ns;
+	v->last_ns = sum.last_ns;
 	return true;
 }
