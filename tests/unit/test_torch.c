@@ -554,6 +554,7 @@ static void test_burst_then_steady(void)
 	struct torch_verdict v;
 	uint64_t reserved = 94 * MIB;
 	unsigned int i;
+	char line[128];
 	size_t n;
 
 	torch_model__init(&m, NULL);
@@ -576,9 +577,10 @@ static void test_burst_then_steady(void)
 	CHECK(v.advice == TORCH_ADV_EXPANDABLE, "advice", "%#x", v.advice);
 	CHECK(v.cause.horizon_s == 0, "on the window", "%llu",
 	      (unsigned long long)v.cause.horizon_s);
-	CHECK(v.cause.start_ns >= T0 + 3900 * MS && v.cause.start_ns <= T0 + 4500 * MS, "start",
+	/* the burst: steps 40 to 99 */
+	CHECK(v.cause.start_ns >= T0 + 3900 * MS && v.cause.start_ns <= T0 + 4100 * MS, "start",
 	      "%.2f s", (v.cause.start_ns - T0) / 1e9);
-	CHECK(v.cause.end_ns >= T0 + 9500 * MS && v.cause.end_ns <= T0 + 11500 * MS, "end",
+	CHECK(v.cause.end_ns >= T0 + 9800 * MS && v.cause.end_ns <= T0 + 10100 * MS, "end",
 	      "%.2f s", (v.cause.end_ns - T0) / 1e9);
 	CHECK(v.cause.reserved[0] < 100 * MIB && v.cause.reserved[1] > 4 * GIB, "reserved",
 	      "%llu -> %llu MiB", (unsigned long long)(v.cause.reserved[0] / MIB),
@@ -587,6 +589,11 @@ static void test_burst_then_steady(void)
 	CHECK(v.cause.unused[1] > v.cause.unused[0] && v.cause.peak[1] < 120 * MIB, "unused",
 	      "%llu MiB", (unsigned long long)(v.cause.unused[1] / MIB));
 	CHECK_EQ(v.first_ns, T0, "first");
+	torch_out__episode(&v.cause, v.first_ns, line, sizeof(line));
+	CHECK(!strcmp(line, "fragmentation 4.0s-9.9s: reserved +4.3G, floor flat, unused 4.3G (98%)"),
+	      "worded", "%s", line);
+	CHECK(!strcmp(torch_out__episode(&v.cause, v.first_ns, line, 20), "fragmentation 4.0s-"),
+	      "cut", "%s", line);
 	e = episodes_of(&m, &n);
 	CHECK(n == 2 && e[0].kind == TORCH_FRAGMENTATION && e[1].kind == TORCH_CACHE_HELD,
 	      "episodes", "%zu: %s, %s", n, n ? torch_kind__name(e[0].kind) : "-",

@@ -157,7 +157,7 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 		return;		/* older than what the slot holds now */
 	if (sl->n < n) {
 		sl->n = n;
-		sl->ts = s->ts_ns;
+		sl->ts = sl->ts_last = s->ts_ns;
 		sl->reserved_max = s->reserved;
 		sl->low = low;
 		sl->high = high;
@@ -165,6 +165,8 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 	}
 	if (s->ts_ns < sl->ts)
 		sl->ts = s->ts_ns;
+	if (s->ts_ns > sl->ts_last)
+		sl->ts_last = s->ts_ns;
 	if (s->reserved > sl->reserved_max)
 		sl->reserved_max = s->reserved;
 	if (low < sl->low)
@@ -608,29 +610,40 @@ static void horizon_episode(const struct torch_dev *d, const struct torch_verdic
 	e->end_ns = now;
 }
 
+static bool rose(const struct torch_slot *w, unsigned int i, enum torch_kind k)
+{
+	if (k == TORCH_LEAK)
+		return w[i].low > w[i - 1].low;
+	return k == TORCH_FRAGMENTATION && w[i].reserved_max > w[i - 1].reserved_max;
+}
+
 /*
- * The first slot of the window that rose over the one before: the floor
- * for a leak, reserved for fragmentation (0: none, or the window's start).
+ * The window's first and last slots that rose over the one before: the
+ * floor for a leak, reserved for fragmentation; else its first and last.
  */
-static unsigned int rise_of(const struct torch_slot *w, unsigned int n, enum torch_kind k)
+static void rise_of(const struct torch_slot *w, unsigned int n, enum torch_kind k,
+		    unsigned int *first, unsigned int *last)
 {
 	unsigned int i;
 
-	for (i = 1; i < n; i++) {
-		if (k == TORCH_LEAK && w[i].low > w[i - 1].low)
-			return i;
-		if (k == TORCH_FRAGMENTATION && w[i].reserved_max > w[i - 1].reserved_max)
-			return i;
-	}
-	return 0;
+	*first = 0;
+	*last = n - 1;
+	for (i = 1; i < n && !rose(w, i, k); i++)
+		;
+	if (i == n)
+		return;
+	*first = i;
+	for (i = n - 1; i > *first && !rose(w, i, k); i--)
+		;
+	*last = i;
 }
 
 /* A judgement as an episode: over the window, from its first slot to its last. */
 static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
 		       const struct torch_slot *w, unsigned int n, struct torch_episode *e)
 {
-	const struct torch_slot *ends[2] = { &w[0], &w[n - 1] };
-	unsigned int i, k;
+	const struct torch_slot *ends[2];
+	unsigned int i, j, k;
 
 	memset(e, 0, sizeof(*e));
 	e->kind = v->kind;
@@ -638,11 +651,12 @@ static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
 		horizon_episode(d, v, e);
 		return;
 	}
-	/* From where it began to grow, its figures the level before. */
-	i = rise_of(w, n, v->kind);
+	/* From where it began to grow (its figures the level before) to where it stopped. */
+	rise_of(w, n, v->kind, &i, &j);
 	ends[0] = &w[i ? i - 1 : 0];
+	ends[1] = &w[j];
 	e->start_ns = w[i].ts;
-	e->end_ns = d->last.ts_ns;
+	e->end_ns = j == n - 1 ? d->last.ts_ns : w[j].ts_last;
 	for (k = 0; k < 2; k++) {
 		e->reserved[k] = v->reserved_known ? ends[k]->reserved_max : 0;
 		e->floor[k] = ends[k]->low;

@@ -213,7 +213,7 @@ struct torch_verdict {
 
 struct torch_slot {
 	uint64_t n;			/* slot number: ts / slot_ns; 0: empty */
-	uint64_t ts;			/* its first sample's */
+	uint64_t ts, ts_last;		/* its first and last samples' */
 	uint64_t reserved_max;
 	uint64_t low, high;		/* allocated */
 };
