@@ -472,32 +472,57 @@ static bool slides_up(const struct torch_rules *r, const struct trend *t, uint64
 	return trend_fit__slides(&f, 1, need);
 }
 
-/* What the window cannot see: a slide on the shortest horizon that names one. */
-static void judge_slide(const struct torch_model *m, const struct torch_dev *d,
-			struct torch_verdict *v)
+/* Horizon i at now: a leak, fragmentation, or ok; its rate per hour. */
+static void slide_on(const struct torch_model *m, const struct torch_dev *d, unsigned int i,
+		     const struct torch_verdict *v, struct torch_slide *out)
 {
 	uint64_t now = d->last.ts_ns;
-	double floor_h, reserved_h, unused_h;
+	double reserved_h, unused_h;
+
+	out->kind = TORCH_OK;
+	out->per_hour = 0;
+	if (slides_up(&m->rules, &d->floor_t[i], horizon_s[i], now, -1, &out->per_hour)) {
+		out->kind = TORCH_LEAK;
+	} else if (v->reserved_known &&
+		   slides_up(&m->rules, &d->reserved_t[i], horizon_s[i], now, -1, &reserved_h) &&
+		   /* new segments no tensor needs: not demand */
+		   slides_up(&m->rules, &d->unused_t[i], horizon_s[i], now,
+			     (double)v->reserved - reserved_h * horizon_s[i] / 3600, &unused_h)) {
+		out->kind = TORCH_FRAGMENTATION;
+		out->per_hour = reserved_h;
+	}
+}
+
+/*
+ * What the window cannot see: a slide on the shortest horizon that names
+ * one. A horizon judged since its slot last turned is not judged again;
+ * keep (d's, or NULL) takes what is.
+ */
+static void judge_slide(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v, struct torch_slide *keep)
+{
+	const struct torch_slide *h;
+	struct torch_slide fresh;
+	uint64_t slot;
 	unsigned int i;
 
 	if (v->kind == TORCH_LEAK || v->kind == TORCH_FRAGMENTATION)
 		return;		/* named in the window already */
 	for (i = 0; i < TORCH_HORIZONS; i++) {
-		if (slides_up(&m->rules, &d->floor_t[i], horizon_s[i], now, -1, &floor_h)) {
-			v->kind = TORCH_LEAK;
-			v->slide_per_hour = floor_h;
-		} else if (v->reserved_known &&
-			   slides_up(&m->rules, &d->reserved_t[i], horizon_s[i], now, -1,
-				     &reserved_h) &&
-			   /* new segments no tensor needs: not demand */
-			   slides_up(&m->rules, &d->unused_t[i], horizon_s[i], now,
-				     (double)v->reserved - reserved_h * horizon_s[i] / 3600,
-				     &unused_h)) {
-			v->kind = TORCH_FRAGMENTATION;
-			v->slide_per_hour = reserved_h;
-		} else {
-			continue;
+		slot = d->floor_t[i].slot_ns ? d->last.ts_ns / d->floor_t[i].slot_ns + 1 : 0;
+		h = &d->slides[i];
+		/* note() judges as a slot turns, so the one before counts too */
+		if (!slot || (h->slot != slot && h->slot + 1 != slot)) {
+			slide_on(m, d, i, v, &fresh);
+			fresh.slot = slot;
+			if (keep)
+				keep[i] = fresh;
+			h = &fresh;
 		}
+		if (h->kind == TORCH_OK)
+			continue;
+		v->kind = h->kind;
+		v->slide_per_hour = h->per_hour;
 		v->slide_horizon = horizon_s[i];
 		return;
 	}
@@ -551,7 +576,8 @@ static void figures_of(const struct torch_model *m, const struct torch_dev *d,
  * warm-up. w: the window's slots, *n of them.
  */
 static bool judge_now(const struct torch_model *m, const struct torch_dev *d, bool horizons,
-		      struct torch_verdict *v, struct torch_slot *w, unsigned int *n)
+		      struct torch_slide *keep, struct torch_verdict *v, struct torch_slot *w,
+		      unsigned int *n)
 {
 	struct halves h;
 
@@ -565,7 +591,7 @@ static bool judge_now(const struct torch_model *m, const struct torch_dev *d, bo
 	halves_of(w, *n, &h);
 	decide(&m->rules, &h, v);
 	if (horizons)
-		judge_slide(m, d, v);
+		judge_slide(m, d, v, keep);
 	return true;
 }
 
@@ -797,7 +823,7 @@ static void note(const struct torch_model *m, struct torch_dev *d, bool horizons
 	memset(&v, 0, sizeof(v));
 	v.reserved_known = d->last.flags & TORCH_S_TOTALS;
 	v.reserved = d->last.reserved;
-	if (!judge_now(m, d, horizons, &v, w, &n))
+	if (!judge_now(m, d, horizons, d->slides, &v, w, &n))
 		return;
 	if (!horizons && v.kind != TORCH_LEAK && v.kind != TORCH_FRAGMENTATION)
 		return;
@@ -815,6 +841,12 @@ size_t torch_dev__episodes(const struct torch_dev *d, const struct torch_episode
 	return d->n_episodes;
 }
 
+/* The last episode is of this kind and still open: the judgement now is in it. */
+static bool now_known(const struct torch_dev *d, enum torch_kind kind)
+{
+	return d->n_episodes && d->open && d->episodes[d->n_episodes - 1].kind == kind;
+}
+
 /* Its root cause, the judgement now (NULL: none) among its episodes. */
 static void cause_of(const struct torch_dev *d, const struct torch_episode *now,
 		     struct torch_verdict *v)
@@ -825,14 +857,10 @@ static void cause_of(const struct torch_dev *d, const struct torch_episode *now,
 		v->cause = d->episodes[r];
 		v->has_cause = true;
 	}
-	if (!now)
-		return;
-	if (!v->has_cause ||
-	    torch_kind__severity(now->kind) > torch_kind__severity(v->cause.kind)) {
+	if (now && (!v->has_cause ||
+		    torch_kind__severity(now->kind) > torch_kind__severity(v->cause.kind))) {
 		v->cause = *now;
 		v->has_cause = true;
-	} else if (r == d->n_episodes - 1 && d->open && now->kind == v->cause.kind) {
-		extend(&v->cause, now);	/* still going on */
 	}
 }
 
@@ -845,10 +873,13 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 	bool judged;
 
 	figures_of(m, d, v);
-	judged = judge_now(m, d, true, v, w, &n);
-	if (judged && v->kind != TORCH_OK)
+	judged = judge_now(m, d, true, NULL, v, w, &n) && v->kind != TORCH_OK;
+	/* Most often the episodes hold it already: its figures only when not. */
+	if (judged && !now_known(d, v->kind))
 		episode_of(d, v, w, n, &now);
-	cause_of(d, judged && v->kind != TORCH_OK ? &now : NULL, v);
+	else
+		judged = false;
+	cause_of(d, judged ? &now : NULL, v);
 	v->advice = advise(v, v->has_cause ? v->cause.kind : v->kind);
 }
 

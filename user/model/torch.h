@@ -218,6 +218,17 @@ struct torch_slot {
 	uint64_t low, high;		/* allocated */
 };
 
+/*
+ * A horizon's judgement, kept until its slot turns: each is a fit of up to
+ * 30 slots, and what a slot's few more samples change is not worth
+ * fitting again for (the minute's slot is 2 s, the hour's 2 min).
+ */
+struct torch_slide {
+	uint64_t slot;			/* its trend's slot number then; 0: none */
+	enum torch_kind kind;		/* ok, leak or fragmentation */
+	double per_hour;
+};
+
 /* A call site of a process's segments, and the bytes its calls took there. */
 struct torch_site {
 	uint32_t id;			/* callsites id; 0: none */
@@ -237,6 +248,7 @@ struct torch_dev {
 	struct trend floor_t[TORCH_HORIZONS];	/* allocated's lowest */
 	struct trend reserved_t[TORCH_HORIZONS];
 	struct trend unused_t[TORCH_HORIZONS];	/* reserved - allocated's highest */
+	struct torch_slide slides[TORCH_HORIZONS];
 	uint64_t slot_n;		/* the newest sample's slot number */
 	bool open;			/* the last judgement extended the last episode */
 	struct torch_episode episodes[TORCH_EPISODES];	/* oldest first */
