@@ -517,6 +517,19 @@ static void test_slow_slides(void)
 			CHECK(v.slide_per_hour > 0.9 * GIB && v.slide_per_hour < 1.1 * GIB, "rate",
 			      "%u: %.0f MiB/h", i, v.slide_per_hour / MIB);
 		CHECK(cases[i].kind == TORCH_OK || v.advice, "advice", "%u: none", i);
+		/* its episode: on the same horizon, from about when it could be named */
+		CHECK(v.has_cause == !!cases[i].horizon, "cause", "%u", i);
+		if (cases[i].horizon)
+			CHECK(v.cause.kind == cases[i].kind && v.cause.horizon_s == cases[i].horizon &&
+			      v.cause.per_hour > 0.9 * GIB && v.cause.per_hour < 1.1 * GIB &&
+			      v.cause.end_ns + 5000 * MS >= T0 + cases[i].seconds * 1000 * MS &&
+			      v.cause.start_ns < T0 + 60 * 1000 * MS &&
+			      (v.cause.kind == TORCH_LEAK ? v.cause.floor : v.cause.reserved)[1] >
+			      (v.cause.kind == TORCH_LEAK ? v.cause.floor : v.cause.reserved)[0] +
+			      200 * MIB, "episode", "%u: %s on %llu s, %.0f MiB/h, %.0f s to %.0f s", i,
+			      torch_kind__name(v.cause.kind), (unsigned long long)v.cause.horizon_s,
+			      v.cause.per_hour / MIB, (v.cause.start_ns - T0) / 1e9,
+			      (v.cause.end_ns - T0) / 1e9);
 		torch_model__free(&m);
 	}
 }

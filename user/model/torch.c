@@ -664,7 +664,11 @@ static void rise_of(const struct torch_slot *w, unsigned int n, enum torch_kind 
 	*last = i;
 }
 
-/* A judgement as an episode: over the window, from its first slot to its last. */
+/*
+ * A judgement as an episode: on a horizon, over its fit; on the window,
+ * from the first slot that grew to the last (the whole window for
+ * cache-held), its figures the level before and at the top.
+ */
 static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
 		       const struct torch_slot *w, unsigned int n, struct torch_episode *e)
 {
