@@ -520,13 +520,14 @@ static void test_slow_slides(void)
 		/* its episode: on the same horizon, from about when it could be named */
 		CHECK(v.has_cause == !!cases[i].horizon, "cause", "%u", i);
 		if (cases[i].horizon)
-			CHECK(v.cause.kind == cases[i].kind && v.cause.horizon_s == cases[i].horizon &&
+			CHECK(v.cause.kind == cases[i].kind &&
+			      v.cause.horizon_s == cases[i].horizon &&
 			      v.cause.per_hour > 0.9 * GIB && v.cause.per_hour < 1.1 * GIB &&
 			      v.cause.end_ns + 5000 * MS >= T0 + cases[i].seconds * 1000 * MS &&
 			      v.cause.start_ns < T0 + 60 * 1000 * MS &&
 			      (v.cause.kind == TORCH_LEAK ? v.cause.floor : v.cause.reserved)[1] >
 			      (v.cause.kind == TORCH_LEAK ? v.cause.floor : v.cause.reserved)[0] +
-			      200 * MIB, "episode", "%u: %s on %llu s, %.0f MiB/h, %.0f s to %.0f s", i,
+			      200 * MIB, "episode", "%u: %s on %llu s, %.0f MiB/h, %.0f to %.0f s", i,
 			      torch_kind__name(v.cause.kind), (unsigned long long)v.cause.horizon_s,
 			      v.cause.per_hour / MIB, (v.cause.start_ns - T0) / 1e9,
 			      (v.cause.end_ns - T0) / 1e9);
@@ -603,8 +604,8 @@ static void test_burst_then_steady(void)
 	      "%llu MiB", (unsigned long long)(v.cause.unused[1] / MIB));
 	CHECK_EQ(v.first_ns, T0, "first");
 	torch_out__episode(&v.cause, v.first_ns, line, sizeof(line));
-	CHECK(!strcmp(line, "fragmentation 4.0s-9.9s: reserved +4.3G, floor flat, unused 4.3G (98%)"),
-	      "worded", "%s", line);
+	CHECK(!strcmp(line, "fragmentation 4.0s-9.9s: reserved +4.3G, floor flat, "
+		      "unused 4.3G (98%)"), "worded", "%s", line);
 	CHECK(!strcmp(torch_out__episode(&v.cause, v.first_ns, line, 20), "fragmentation 4.0s-"),
 	      "cut", "%s", line);
 	e = episodes_of(&m, &n);
@@ -612,8 +613,9 @@ static void test_burst_then_steady(void)
 	      "episodes", "%zu: %s, %s", n, n ? torch_kind__name(e[0].kind) : "-",
 	      n > 1 ? torch_kind__name(e[1].kind) : "-");
 	CHECK(n == 2 && e[1].start_ns >= e[0].end_ns && e[1].end_ns >= T0 + 66 * 1000 * MS,
-	      "cache-held after", "%.1f s to %.1f s, after %.1f s", n == 2 ? (e[1].start_ns - T0) / 1e9 : 0,
-	      n == 2 ? (e[1].end_ns - T0) / 1e9 : 0, n ? (e[0].end_ns - T0) / 1e9 : 0);
+	      "cache-held after", "%.1f s to %.1f s, after %.1f s",
+	      n == 2 ? (e[1].start_ns - T0) / 1e9 : 0, n == 2 ? (e[1].end_ns - T0) / 1e9 : 0,
+	      n ? (e[0].end_ns - T0) / 1e9 : 0);
 	torch_model__free(&m);
 }
 
@@ -681,7 +683,12 @@ static void test_episode_bound(void)
 		at = i % 400;
 		if (c == 3 && at >= 100 && at < 120)
 			floor += 3 * MIB;
-		reserved = at < 40 ? 200 * MIB + at * 25 * MIB : at < 300 ? 1200 * MIB : floor + 54 * MIB;
+		if (at < 40)		/* the burst */
+			reserved = 200 * MIB + at * 25 * MIB;
+		else if (at < 300)	/* held */
+			reserved = 1200 * MIB;
+		else			/* emptied */
+			reserved = 0;
 		if (reserved < floor + 54 * MIB)
 			reserved = floor + 54 * MIB;
 		step_at(&m, i, floor, floor + 43 * MIB, reserved);

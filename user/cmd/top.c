@@ -366,22 +366,21 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 static const char *verdict_cell(const struct torch_verdict *v, uint64_t now_ns, char *buf,
 				size_t len)
 {
-	uint64_t s;
+	unsigned long long s;
+	const char *kind;
 
 	if (!v->has_cause)
 		return torch_out__verdict(v);
+	kind = torch_kind__name(v->cause.kind);
 	s = now_ns > v->cause.start_ns ? (now_ns - v->cause.start_ns) / 1000000000ULL : 0;
 	if (s < 60)
-		snprintf(buf, len, "%s %llus", torch_kind__name(v->cause.kind), (unsigned long long)s);
+		snprintf(buf, len, "%s %llus", kind, s);
 	else if (s < 3600)
-		snprintf(buf, len, "%s %llum", torch_kind__name(v->cause.kind),
-			 (unsigned long long)s / 60);
+		snprintf(buf, len, "%s %llum", kind, s / 60);
 	else if (s < 86400)
-		snprintf(buf, len, "%s %lluh", torch_kind__name(v->cause.kind),
-			 (unsigned long long)s / 3600);
+		snprintf(buf, len, "%s %lluh", kind, s / 3600);
 	else
-		snprintf(buf, len, "%s %llud", torch_kind__name(v->cause.kind),
-			 (unsigned long long)(s / 86400 > 99 ? 99 : s / 86400));
+		snprintf(buf, len, "%s %llud", kind, s / 86400 > 99 ? 99 : s / 86400);
 	return buf;
 }
 

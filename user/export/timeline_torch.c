@@ -154,7 +154,8 @@ static void draw_bands(const struct timeline_torch *s, const struct timeline_fra
 		fprintf(out, " (%u) cuda:%u: ", s->pid, s->device);
 		esc__xml(out, b->kind);
 		fprintf(out, " from %.1f s to %.1f s of the timeline</title>\n",
-			(double)(b->start_ns - fr->tmin) / 1e9, (double)(b->end_ns - fr->tmin) / 1e9);
+			(double)(b->start_ns - fr->tmin) / 1e9,
+			(double)(b->end_ns - fr->tmin) / 1e9);
 		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
 			"fill=\"%s\" opacity=\"0.15\"/>\n", x0, fr->top, x1 - x0,
 			fr->bottom - fr->top, band_color(b->kind));
