@@ -399,3 +399,123 @@ def test_torch_versioned_libc10_found_and_its_form_named(env):
                        capture_output=True, text=True, timeout=120,
                        env={**os.environ, "LD_LIBRARY_PATH": d})
     assert p.returncode == 0 and "libbpf: " in p.stderr, p.stderr[-1500:]
+
+
+BURST = ["-m", "burst", "-g", "2", "-s", "120", "-w", "100", "-M", "16G"]
+
+
+def check_burst(o):
+    """A burst job's allocator object: the window says cache-held now, the
+    root cause is the burst's fragmentation (steps 20 to 69 of 100 ms:
+    from about 2 s to 7 s of its life), with its figures and its fix."""
+    assert o["verdict"] == "cache-held", o
+    c = o["cause"]
+    assert c and c["kind"] == "fragmentation" and c["horizon_s"] == 0, o
+    assert 1.5 <= c["start_s"] <= 4.0 and 6.0 <= c["end_s"] <= 8.5, c
+    assert c["reserved"][1] - c["reserved"][0] >= 300 * MIB, c
+    assert c["floor"][0] == c["floor"][1], c	# the weights: what outlives a step
+    assert c["unused"][1] > c["unused"][0], c
+    assert [e["kind"] for e in o["episodes"]] == ["fragmentation", "cache-held"], o
+    assert o["episodes"][0] == c, (o["episodes"], c)
+    assert o["episodes"][1]["start_s"] >= c["end_s"], o["episodes"]
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in o["advice"], o
+    assert "empty_cache" not in o["advice"], o
+    print(f"    fragmentation {c['start_s']:.1f}-{c['end_s']:.1f} s, reserved "
+          f"{c['reserved'][0] / MIB:.0f} -> {c['reserved'][1] / MIB:.0f} MiB, then cache-held")
+
+
+def test_torch_burst_episodes(env):
+    """A burst of fragmentation, then steps from the cache it left: report
+    names the burst as the root cause, with its advice (expandable
+    segments), though its last window says cache-held; every other job
+    keeps no episode (steady) or one of its own kind (leak)."""
+    objs, _, truth = report_cmd(env, BURST)
+    assert len(objs) == 1 and objs[0]["pid"] == truth["pid"], objs
+    check_burst(objs[0])
+    objs, _, _ = report_cmd(env, ["-m", "steady", "-s", "60", "-w", "100"])
+    assert objs[0]["cause"] is None and objs[0]["episodes"] == [], objs
+    objs, _, _ = report_cmd(env, ["-m", "leak", "-s", "60", "-w", "100"])
+    assert objs[0]["cause"]["kind"] == "leak", objs
+    assert [e["kind"] for e in objs[0]["episodes"]] == ["leak"], objs
+
+
+def test_torch_burst_record_report_timeline(env):
+    """The same from a recording: report FILE (text and --json) and the
+    timeline's shaded bands, one per episode, labelled by kind."""
+    c10, job = paths(env)
+    rec = env.tmpfile("torch-burst.umt")
+    svg = env.tmpfile("torch-burst.svg")
+    for f in (rec, svg):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = subprocess.run([env.umtrace, "record", "-o", rec, "--stack", "fp", "--libcuda",
+                        env.fake, "--libc10", c10, "--", job, *BURST, "-o", "/dev/null"],
+                       capture_output=True, text=True, timeout=120, env=DISCRETE)
+    assert p.returncode == 0, p.stderr[-600:]
+    r = subprocess.run([env.umtrace, "report", "--json", rec], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    o = objects(r.stdout)
+    assert len(o) == 1, o
+    check_burst(o[0])
+    t = subprocess.run([env.umtrace, "report", rec], capture_output=True, text=True,
+                       timeout=60)
+    assert t.returncode == 0, t.stderr
+    m = re.search(r"^  verdict fragmentation from (\d+\.\d)s to (\d+\.\d)s \(reserved \+\S+, "
+                  r"floor flat, unused [^)]+\)\), then cache-held: over the last", t.stdout, re.M)
+    assert m, t.stdout[-2000:]
+    assert re.search(r"^  episodes \(seconds from its first sample\):\n"
+                     r"    fragmentation \d+\.\ds-\d+\.\ds: reserved \+\S+, floor flat, "
+                     r"unused \S+ \(\d+%\)\n    cache-held \d+\.\ds-\d+\.\ds: ", t.stdout, re.M), \
+        t.stdout[-2000:]
+    assert "advice: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in t.stdout, t.stdout
+    s = subprocess.run([env.umtrace, "timeline", rec, "-o", svg], capture_output=True,
+                       text=True, timeout=60)
+    assert s.returncode == 0, s.stderr
+    with open(svg) as f:
+        text = f.read()
+    bands = re.findall(r'<g class="torch-episode"><title>torch_alloc \((\d+)\) cuda:0: '
+                       r'(\S+) from ([\d.]+) s to ([\d.]+) s', text)
+    assert [(int(b[0]), b[1]) for b in bands] == [(o[0]["pid"], "fragmentation"),
+                                                   (o[0]["pid"], "cache-held")], bands
+    assert float(bands[0][3]) <= float(bands[1][2]) + 0.05, bands
+    assert ">fragmentation</text>" in text and ">cache-held</text>" in text, text[:3000]
+
+
+def test_torch_top_root_cause(env):
+    """top during a burst job: once the burst is over and its windows say
+    cache-held, VERDICT still shows the root cause, fragmentation, with how
+    long ago it began; the cell keeps the columns aligned."""
+    c10, job = paths(env)
+    top = env.popen([env.umtrace, "top", "-b", "-i", "500ms", "--libcuda", env.fake,
+                     "--libc10", c10], env=DISCRETE)
+    wait_line(top.stderr, "probing PyTorch", 30)
+    fd = top.stdout.fileno()
+    os.set_blocking(fd, False)
+    t0 = time.monotonic()
+    p = env.popen([job, *BURST, "-o", "/dev/null"], env=DISCRETE)
+    seen, text = [], b""
+    while p.poll() is None and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        text += chunk
+        now = time.monotonic() - t0
+        for snap in parse_top(text.decode(errors="replace"))[len(seen):]:
+            seen.append((now, snap))
+    top.send_signal(signal.SIGINT)
+    top.communicate(timeout=30)
+    assert p.returncode == 0, p.stderr.read()
+    rows = [(t, s[p.pid]) for t, s in seen if p.pid in s]
+    late = [(t, r) for t, r in rows if t >= 10.0]
+    assert late, [(t, r["line"]) for t, r in rows[-3:]]
+    for t, r in late:
+        cell = r["line"][r["line"].index(r["verdict"]):].rstrip()
+        m = re.fullmatch(r"fragmentation (\d+)s", cell)
+        assert m and t - 9.0 <= int(m.group(1)) + 1 and int(m.group(1)) <= t, (t, r["line"])
+    header = [l for l in text.decode().splitlines() if l.startswith("PID ") and "VERDICT" in l]
+    assert header and all(r["line"].index(r["verdict"]) == header[-1].index("VERDICT")
+                          for _, r in late), (header[-1], late[-1][1]["line"])
+    print(f"    at {late[-1][0]:.1f} s: {late[-1][1]['line'].split()[-2:]}")

@@ -517,8 +517,197 @@ static void test_slow_slides(void)
 			CHECK(v.slide_per_hour > 0.9 * GIB && v.slide_per_hour < 1.1 * GIB, "rate",
 			      "%u: %.0f MiB/h", i, v.slide_per_hour / MIB);
 		CHECK(cases[i].kind == TORCH_OK || v.advice, "advice", "%u: none", i);
+		/* its episode: on the same horizon, from about when it could be named */
+		CHECK(v.has_cause == !!cases[i].horizon, "cause", "%u", i);
+		if (cases[i].horizon)
+			CHECK(v.cause.kind == cases[i].kind &&
+			      v.cause.horizon_s == cases[i].horizon &&
+			      v.cause.per_hour > 0.9 * GIB && v.cause.per_hour < 1.1 * GIB &&
+			      v.cause.end_ns + 5000 * MS >= T0 + cases[i].seconds * 1000 * MS &&
+			      v.cause.start_ns < T0 + 60 * 1000 * MS &&
+			      (v.cause.kind == TORCH_LEAK ? v.cause.floor : v.cause.reserved)[1] >
+			      (v.cause.kind == TORCH_LEAK ? v.cause.floor : v.cause.reserved)[0] +
+			      200 * MIB, "episode", "%u: %s on %llu s, %.0f MiB/h, %.0f to %.0f s", i,
+			      torch_kind__name(v.cause.kind), (unsigned long long)v.cause.horizon_s,
+			      v.cause.per_hour / MIB, (v.cause.start_ns - T0) / 1e9,
+			      (v.cause.end_ns - T0) / 1e9);
 		torch_model__free(&m);
 	}
+}
+
+/* One sample at step i (100 ms each): allocated's floor and peak, reserved. */
+static void step_at(struct torch_model *m, unsigned int i, uint64_t floor, uint64_t peak,
+		    uint64_t reserved)
+{
+	struct step s = { floor, peak, reserved };
+
+	sample(m, 100, 0, i, &s, TORCH_S_TOTALS);
+}
+
+/* The root cause's advice and the window's kind now, of pid 100. */
+static const struct torch_episode *episodes_of(struct torch_model *m, size_t *n)
+{
+	const struct torch_episode *e = NULL;
+
+	*n = m->n ? torch_dev__episodes(torch_model__dev(m, 0), &e) : 0;
+	return e;
+}
+
+/*
+ * The issue's shape, with the default rules (2 s warm-up, 4 s windows):
+ * steady for 4 s, then reserved from 94 MiB to 4.4 GiB in 6 s while
+ * allocated's floor stays and its peak barely moves (cached blocks of the
+ * wrong sizes), then a minute of steps from the cache. The window says
+ * cache-held now; the root cause stays fragmentation, from 4 s to 10 s,
+ * with its fix, expandable segments.
+ */
+static void test_burst_then_steady(void)
+{
+	const struct torch_episode *e;
+	struct torch_model m;
+	struct torch_verdict v;
+	uint64_t reserved = 94 * MIB;
+	unsigned int i;
+	char line[128];
+	size_t n;
+
+	torch_model__init(&m, NULL);
+	for (i = 0; i < 700; i++) {
+		if (i >= 40 && i < 100)
+			reserved += (uint64_t)(4.4 * GIB - 94 * MIB) / 60;
+		step_at(&m, i, 40 * MIB, 83 * MIB + (i >= 40 && i < 100 ? (i - 40) * MIB / 4 :
+						     i >= 100 ? 15 * MIB : 0), reserved);
+		if (i == 200) {
+			torch_model__judge_pid(&m, 100, &v);
+			CHECK(v.kind == TORCH_CACHE_HELD && v.has_cause &&
+			      v.cause.kind == TORCH_FRAGMENTATION, "at 20 s", "%s, cause %s",
+			      torch_kind__name(v.kind), torch_kind__name(v.cause.kind));
+		}
+	}
+	torch_model__judge_pid(&m, 100, &v);
+	CHECK(v.kind == TORCH_CACHE_HELD, "now", "%s", torch_kind__name(v.kind));
+	CHECK(v.has_cause && v.cause.kind == TORCH_FRAGMENTATION, "cause", "%s",
+	      torch_kind__name(v.cause.kind));
+	CHECK(v.advice == TORCH_ADV_EXPANDABLE, "advice", "%#x", v.advice);
+	CHECK(v.cause.horizon_s == 0, "on the window", "%llu",
+	      (unsigned long long)v.cause.horizon_s);
+	/* the burst: steps 40 to 99 */
+	CHECK(v.cause.start_ns >= T0 + 3900 * MS && v.cause.start_ns <= T0 + 4100 * MS, "start",
+	      "%.2f s", (v.cause.start_ns - T0) / 1e9);
+	CHECK(v.cause.end_ns >= T0 + 9800 * MS && v.cause.end_ns <= T0 + 10100 * MS, "end",
+	      "%.2f s", (v.cause.end_ns - T0) / 1e9);
+	CHECK(v.cause.reserved[0] < 100 * MIB && v.cause.reserved[1] > 4 * GIB, "reserved",
+	      "%llu -> %llu MiB", (unsigned long long)(v.cause.reserved[0] / MIB),
+	      (unsigned long long)(v.cause.reserved[1] / MIB));
+	CHECK(v.cause.floor[0] == 40 * MIB && v.cause.floor[1] == 40 * MIB, "floor flat", "");
+	CHECK(v.cause.unused[1] > v.cause.unused[0] && v.cause.peak[1] < 120 * MIB, "unused",
+	      "%llu MiB", (unsigned long long)(v.cause.unused[1] / MIB));
+	CHECK_EQ(v.first_ns, T0, "first");
+	torch_out__episode(&v.cause, v.first_ns, line, sizeof(line));
+	CHECK(!strcmp(line, "fragmentation 4.0s-9.9s: reserved +4.3G, floor flat, "
+		      "unused 4.3G (98%)"), "worded", "%s", line);
+	CHECK(!strcmp(torch_out__episode(&v.cause, v.first_ns, line, 20), "fragmentation 4.0s-"),
+	      "cut", "%s", line);
+	e = episodes_of(&m, &n);
+	CHECK(n == 2 && e[0].kind == TORCH_FRAGMENTATION && e[1].kind == TORCH_CACHE_HELD,
+	      "episodes", "%zu: %s, %s", n, n ? torch_kind__name(e[0].kind) : "-",
+	      n > 1 ? torch_kind__name(e[1].kind) : "-");
+	CHECK(n == 2 && e[1].start_ns >= e[0].end_ns && e[1].end_ns >= T0 + 66 * 1000 * MS,
+	      "cache-held after", "%.1f s to %.1f s, after %.1f s",
+	      n == 2 ? (e[1].start_ns - T0) / 1e9 : 0, n == 2 ? (e[1].end_ns - T0) / 1e9 : 0,
+	      n ? (e[0].end_ns - T0) / 1e9 : 0);
+	torch_model__free(&m);
+}
+
+/* The modes alone: steady and empty leave no episode; the others one, their cause. */
+static void test_episode_modes(void)
+{
+	static const struct {
+		enum mode mode;
+		enum torch_kind kind;
+	} cases[] = {
+		{ STEADY, TORCH_OK }, { EMPTY, TORCH_OK }, { LEAK, TORCH_LEAK },
+		{ CACHE, TORCH_CACHE_HELD }, { FRAGMENT, TORCH_FRAGMENTATION },
+	};
+	const struct torch_episode *e;
+	struct torch_model m;
+	struct torch_verdict v;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		judge(&m, cases[i].mode, 40, TORCH_S_TOTALS, &v);
+		torch_model__exit(&m, 100);	/* its last window, whole */
+		e = episodes_of(&m, &n);
+		torch_model__judge_pid(&m, 100, &v);
+		if (cases[i].kind == TORCH_OK) {
+			CHECK(!n && !v.has_cause && !v.advice, "none", "%zu: %zu episodes", i, n);
+		} else {
+			CHECK(n == 1 && e[0].kind == cases[i].kind, "one", "%zu: %zu, %s", i, n,
+			      n ? torch_kind__name(e[0].kind) : "-");
+			CHECK(v.has_cause && v.cause.kind == cases[i].kind &&
+			      v.cause.end_ns == T0 + 39 * STEP_NS, "cause", "%zu: %s", i,
+			      torch_kind__name(v.cause.kind));
+		}
+		torch_model__free(&m);
+	}
+	/* A leak's episode: the floor from 40 MiB, 3 MiB a step. */
+	judge(&m, LEAK, 40, TORCH_S_TOTALS, &v);
+	CHECK(v.cause.floor[1] > v.cause.floor[0] + 20 * MIB &&
+	      v.advice == TORCH_ADV_LEAK_SITES, "leak", "%llu -> %llu MiB, %#x",
+	      (unsigned long long)(v.cause.floor[0] / MIB),
+	      (unsigned long long)(v.cause.floor[1] / MIB), v.advice);
+	torch_model__free(&m);
+}
+
+/*
+ * Two hours of cycles, 40 s each: 4 s of fragmenting growth, 26 s held in
+ * cache, then empty_cache() and 10 s ok; in the third cycle the floor
+ * also leaks 60 MiB over 2 s and stays. At most TORCH_EPISODES kept at
+ * any time, the leak kept as the root cause, the newest the last cycle's
+ * cache-held (its last 10 s are ok).
+ */
+static void test_episode_bound(void)
+{
+	const struct torch_episode *e;
+	struct torch_rules r;
+	struct torch_model m;
+	struct torch_verdict v;
+	unsigned int i, c, at, most = 0;
+	uint64_t floor = 40 * MIB, reserved;
+	size_t n;
+
+	rules(&r);
+	torch_model__init(&m, &r);
+	for (i = 0; i < 2 * 36000; i++) {
+		c = i / 400;
+		at = i % 400;
+		if (c == 3 && at >= 100 && at < 120)
+			floor += 3 * MIB;
+		if (at < 40)		/* the burst */
+			reserved = 200 * MIB + at * 25 * MIB;
+		else if (at < 300)	/* held */
+			reserved = 1200 * MIB;
+		else			/* emptied */
+			reserved = 0;
+		if (reserved < floor + 54 * MIB)
+			reserved = floor + 54 * MIB;
+		step_at(&m, i, floor, floor + 43 * MIB, reserved);
+		episodes_of(&m, &n);
+		most = n > most ? n : most;
+	}
+	CHECK(most == TORCH_EPISODES, "bound", "at most %u", most);
+	torch_model__judge_pid(&m, 100, &v);
+	CHECK(v.has_cause && v.cause.kind == TORCH_LEAK, "root kept", "%s",
+	      torch_kind__name(v.cause.kind));
+	CHECK(v.cause.start_ns >= T0 + 1290 * STEP_NS && v.cause.start_ns <= T0 + 1310 * STEP_NS,
+	      "its start", "%.1f s", (v.cause.start_ns - T0) / 1e9);
+	e = episodes_of(&m, &n);
+	CHECK(n && e[n - 1].kind == TORCH_CACHE_HELD && e[n - 1].end_ns > T0 + 71850 * STEP_NS &&
+	      v.kind == TORCH_OK, "newest", "%.1f s",
+	      n ? (e[n - 1].end_ns - T0) / 1e9 : 0);
+	for (i = 1; i < n; i++)
+		CHECK(e[i].start_ns >= e[i - 1].start_ns, "in order", "%u", i);
+	torch_model__free(&m);
 }
 
 static void test_conf(void)
@@ -587,6 +776,9 @@ int main(void)
 	RUN_SUBTEST(test_devices);
 	RUN_SUBTEST(test_out_of_order);
 	RUN_SUBTEST(test_slow_slides);
+	RUN_SUBTEST(test_burst_then_steady);
+	RUN_SUBTEST(test_episode_modes);
+	RUN_SUBTEST(test_episode_bound);
 	RUN_SUBTEST(test_conf);
 	RUN_SUBTEST(test_hook_forms);
 	RUN_SUBTEST(test_environ);

@@ -28,6 +28,10 @@
  *             stays at the peak, a large cached share, flat after it
  *   empty     as steady, then empty_cache, then one more 20 MiB tensor so
  *             that the hook reports the new totals: reserved == allocated
+ *   burst     steady for 20 steps, then fragment for 50 (the shapes grow
+ *             PCT % a step), then the first shapes again: steps served
+ *             from the cache the burst left, reserved flat, most of it
+ *             unused (a fragmentation episode, then cache-held)
  * Nothing is freed at exit, as in PyTorch.
  *
  * -M SIZE is the GPU's memory (default 4G): reserving more ends the run
@@ -72,15 +76,17 @@
 #define TA_PEAK_FACTOR	4
 #define TA_CPU_SIZE	(256 * CA_KiB)
 #define TA_MAX_TENSORS	1024
+#define TA_BURST_FROM	20	/* burst: its first growing step */
+#define TA_BURST_STEPS	50
 
 static const unsigned int ta_quarters[TA_NSHAPES] = {
 	12, 3, 1, 20, 6, 2, 48, 80,
 };
 
-enum ta_mode { TA_STEADY, TA_FRAGMENT, TA_LEAK, TA_CACHE, TA_EMPTY, TA_NMODES };
+enum ta_mode { TA_STEADY, TA_FRAGMENT, TA_LEAK, TA_CACHE, TA_EMPTY, TA_BURST, TA_NMODES };
 
 static const char *const ta_mode_names[TA_NMODES] = {
-	"steady", "fragment", "leak", "cache", "empty",
+	"steady", "fragment", "leak", "cache", "empty", "burst",
 };
 
 static struct {
@@ -188,8 +194,11 @@ static void ta_run(void)
 			free(cpu);
 		}
 		ta_snapshot(&ta.steps[step]);
-		if (opt.mode == TA_FRAGMENT)
+		if (opt.mode == TA_FRAGMENT || (opt.mode == TA_BURST && step >= TA_BURST_FROM &&
+						 step < TA_BURST_FROM + TA_BURST_STEPS))
 			scale *= 1.0 + opt.growth_pct / 100.0;
+		if (opt.mode == TA_BURST && step + 1 == TA_BURST_FROM + TA_BURST_STEPS)
+			scale = 1.0;	/* back to the first shapes, from cache */
 		if (opt.wait_ms)
 			ta_sleep_ms(opt.wait_ms);
 	}
@@ -245,7 +254,7 @@ static void ta_json_head(FILE *f, const struct fakecuda_stats *st)
 		"\"wait_ms\": %lu},\n",
 		opt.steps, opt.tensors, (unsigned long long)opt.base,
 		opt.weights, (unsigned long long)TA_WEIGHT_SIZE,
-		opt.mode == TA_FRAGMENT ? opt.growth_pct : 0,
+		opt.mode == TA_FRAGMENT || opt.mode == TA_BURST ? opt.growth_pct : 0,
 		opt.mode == TA_LEAK ? opt.keep : 0,
 		opt.mode == TA_CACHE ? TA_PEAK_STEP : -1,
 		opt.mode == TA_CACHE ? TA_PEAK_FACTOR : 1, ta_bool(opt.cpu),
@@ -355,7 +364,7 @@ static int ta_write_report(const struct fakecuda_stats *st)
 
 static void __attribute__((noreturn)) ta_usage(void)
 {
-	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
+	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty|burst] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
 	exit(2);
 }
 

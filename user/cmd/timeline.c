@@ -317,6 +317,22 @@ static void on_torch(void *ctx, struct replay_view *v, const struct torch_sample
 				    s->flags & TORCH_S_TOTALS, s->alloc_low, s->alloc_high));
 }
 
+/* The allocator's episodes, as the replay's model kept them: shaded bands. */
+static void torch_bands(struct tl_cmd *c)
+{
+	const struct torch_episode *e;
+	const struct torch_dev *d;
+	size_t i, j, n;
+
+	for (i = 0; (d = torch_model__dev(&c->rv.torch, i)); i++) {
+		n = torch_dev__episodes(d, &e);
+		for (j = 0; j < n && j < TIMELINE_TORCH_BANDS; j++)
+			timeline__add_torch_band(&c->t, d->pid, d->device,
+						 torch_kind__name(e[j].kind), e[j].start_ns,
+						 e[j].end_ns);
+	}
+}
+
 static const struct replay_hooks hooks = {
 	.on_call = on_call,
 	.on_sample = on_sample,
@@ -335,6 +351,7 @@ static int run(struct tl_cmd *c)
 	if (replay_view__load(&c->rv, c->file, &o))
 		goto err_discard;
 	flush_bursts(c);	/* the calls after the last sample */
+	torch_bands(c);
 	if (c->err) {
 		elog("cannot build the timeline: %s", strerror(-c->err));
 		goto err_discard;

@@ -88,7 +88,8 @@ void top_usage(FILE *f)
 "Only allocations made while top runs are seen. Processes whose PyTorch\n"
 "caching allocator reports through libc10 (--libc10) get ALLOCATED,\n"
 "RESERVED and CACHED (reserved less allocated) and its VERDICT: warm-up,\n"
-"ok, fragmentation, leak or cache-held (umtrace report gives the advice).\n"
+"ok, or the root cause of its life so far, fragmentation, leak or cache-held,\n"
+"with how long ago it began (umtrace report gives the episodes and advice).\n"
 "Quit with q or Ctrl-C.\n"
 "\n"
 "Options:\n"
@@ -355,23 +356,51 @@ static struct top_row *collect_rows(struct top *t, size_t *n)
 	return rows;
 }
 
+/* "fragmentation 12m": the longest a VERDICT cell gets. */
+#define VERDICT_COLS 17
+
+/*
+ * The verdict that matters: its root cause and how long ago it began
+ * ("12s", "5m", "3h", "2d"), else the window's (warm-up, ok).
+ */
+static const char *verdict_cell(const struct torch_verdict *v, uint64_t now_ns, char *buf,
+				size_t len)
+{
+	unsigned long long s;
+	const char *kind;
+
+	if (!v->has_cause)
+		return torch_out__verdict(v);
+	kind = torch_kind__name(v->cause.kind);
+	s = now_ns > v->cause.start_ns ? (now_ns - v->cause.start_ns) / 1000000000ULL : 0;
+	if (s < 60)
+		snprintf(buf, len, "%s %llus", kind, s);
+	else if (s < 3600)
+		snprintf(buf, len, "%s %llum", kind, s / 60);
+	else if (s < 86400)
+		snprintf(buf, len, "%s %lluh", kind, s / 3600);
+	else
+		snprintf(buf, len, "%s %llud", kind, s / 86400 > 99 ? 99 : s / 86400);
+	return buf;
+}
+
 /*
  * The allocator's columns, blank for a process without the hook; with the
  * old 3-argument hook reserved is unknown ("?").
  */
-static void torch_cols(const struct top_row *r, bool last, FILE *f)
+static void torch_cols(const struct top_row *r, uint64_t now_ns, bool last, FILE *f)
 {
-	char b[3][16];
+	char b[3][16], cell[32];
 
 	if (!r->torch) {
 		if (!last)
-			fprintf(f, " %9s %9s %9s %-13s", "", "", "", "");
+			fprintf(f, " %9s %9s %9s %-*s", "", "", "", VERDICT_COLS, "");
 		return;
 	}
 	fprintf(f, " %9s %9s %9s %-*s", fmt_bytes(r->tv.allocated, b[0], sizeof(b[0])),
 		r->tv.reserved_known ? fmt_bytes(r->tv.reserved, b[1], sizeof(b[1])) : "?",
 		r->tv.reserved_known ? fmt_bytes(r->tv.cached, b[2], sizeof(b[2])) : "?",
-		last ? 0 : 13, torch_out__verdict(&r->tv));
+		last ? 0 : VERDICT_COLS, verdict_cell(&r->tv, now_ns, cell, sizeof(cell)));
 }
 
 /* Pages the driver's bottom halves and other kernel threads took. */
@@ -451,6 +480,7 @@ static void render(struct top *t, FILE *f)
 	struct top_row *rows;
 	size_t i, n = 0;
 	bool torch = false;
+	uint64_t now_ns = clock__mono_ns();
 
 	if (!t->batch)
 		fputs("\033[H\033[2J", f);
@@ -468,7 +498,7 @@ static void render(struct top *t, FILE *f)
 	/* Past 80 columns: only while a process reports through the hook. */
 	if (torch)
 		fprintf(f, " %9s %9s %9s %-*s", "ALLOCATED", "RESERVED", "CACHED",
-			t->guard_alive ? 13 : 0, "VERDICT");
+			t->guard_alive ? VERDICT_COLS : 0, "VERDICT");
 	fprintf(f, "%s\n", t->guard_alive ? " G" : "");
 	for (i = 0; i < n && i < MAX_ROWS; i++) {
 		fprintf(f, "%-7u ", rows[i].p.pid);
@@ -481,7 +511,7 @@ static void render(struct top *t, FILE *f)
 			fmt_rate(rows[i].growth_per_h, rows[i].growth_known, b[2], sizeof(b[2])),
 			(unsigned long long)rows[i].p.held_count);
 		if (torch)
-			torch_cols(&rows[i], !t->guard_alive, f);
+			torch_cols(&rows[i], now_ns, !t->guard_alive, f);
 		if (t->guard_alive)
 			fprintf(f, " %c", guard_mark(t, rows[i].p.pid));
 		fputc('\n', f);

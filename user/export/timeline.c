@@ -241,3 +241,23 @@ int timeline__add_torch(struct timeline *t, uint64_t t_ns, uint32_t pid, uint32_
 		s->peak = alloc_high;
 	return 0;
 }
+
+int timeline__add_torch_band(struct timeline *t, uint32_t pid, uint32_t device,
+			     const char *kind, uint64_t start_ns, uint64_t end_ns)
+{
+	struct timeline_torch_band *b;
+	size_t i;
+
+	for (i = 0; i < t->n_torch; i++)
+		if (t->torch[i].pid == pid && t->torch[i].device == device)
+			break;
+	if (i == t->n_torch || !t->torch[i].n_points)
+		return -ENOENT;
+	if (t->torch[i].n_bands == TIMELINE_TORCH_BANDS)
+		return -E2BIG;
+	b = &t->torch[i].bands[t->torch[i].n_bands++];
+	b->start_ns = start_ns;
+	b->end_ns = end_ns > start_ns ? end_ns : start_ns;
+	text__clean(b->kind, sizeof(b->kind), kind ? kind : "?");
+	return 0;
+}

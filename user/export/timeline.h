@@ -29,6 +29,7 @@
 #define TIMELINE_REASON_LEN	128
 #define TIMELINE_MAX_TORCH	1024	/* allocator series (process and device) */
 #define TIMELINE_TORCH_DRAWN	4	/* the largest drawn; the rest in the subtitle */
+#define TIMELINE_TORCH_BANDS	8	/* episodes of a series (the model keeps 8) */
 
 struct timeline_sample {
 	uint64_t t_ns;
@@ -77,6 +78,12 @@ struct timeline_torch_point {
 	uint64_t alloc_low, alloc_high;	/* allocated's range since the point before */
 };
 
+/* An episode of the allocator's life (model/torch.h), a shaded band. */
+struct timeline_torch_band {
+	uint64_t start_ns, end_ns;
+	char kind[16];			/* "fragmentation", "leak", "cache-held" */
+};
+
 struct timeline_torch {
 	uint32_t pid;
 	uint32_t device;
@@ -85,6 +92,8 @@ struct timeline_torch {
 	struct timeline_torch_point *points;	/* in time order */
 	size_t n_points, cap_points;
 	uint64_t peak;			/* reserved's, or allocated's without it */
+	struct timeline_torch_band bands[TIMELINE_TORCH_BANDS];	/* in time order */
+	size_t n_bands;
 };
 
 /* Where the plot is, for what is drawn beside timeline_svg.c. */
@@ -142,11 +151,20 @@ int timeline__add_torch(struct timeline *t, uint64_t t_ns, uint32_t pid, uint32_
 			const char *comm, uint64_t reserved, bool reserved_known,
 			uint64_t alloc_low, uint64_t alloc_high);
 
+/*
+ * An episode of that series (it must have samples): kind (its name) from
+ * start_ns to end_ns; -E2BIG past TIMELINE_TORCH_BANDS, -ENOENT without
+ * samples.
+ */
+int timeline__add_torch_band(struct timeline *t, uint32_t pid, uint32_t device,
+			     const char *kind, uint64_t start_ns, uint64_t end_ns);
+
 /* timeline_torch.c: the largest series' highest figure (for the memory axis). */
 uint64_t timeline_torch__max(const struct timeline *t);
 /*
  * Draw the TIMELINE_TORCH_DRAWN largest series on the memory plot:
- * reserved a line, allocated's range a band under it.
+ * reserved a line, allocated's range a band under it, and each one's
+ * episodes as shaded bands the plot's height, labelled by kind.
  */
 void timeline_torch__draw(const struct timeline *t, const struct timeline_frame *fr,
 			  FILE *out);

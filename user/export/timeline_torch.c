@@ -4,6 +4,8 @@
  * largest few processes and devices, reserved as a line and allocated's
  * range (its floor to its peak between two samples) as a band under it.
  * Fragmentation reads at a glance: the line climbs away from a flat band.
+ * Its episodes (model/torch.h: fragmentation, leak, cache-held) shade the
+ * plot from their start to their end, under the lines, labelled by kind.
  * Points are folded per pixel column, so an hour of samples draws as fast
  * as a minute.
  */
@@ -121,6 +123,49 @@ static void draw_one(const struct timeline_torch *s, const struct timeline_frame
 	fputs("</g>\n", out);
 }
 
+/* By kind: the worse, the warmer. */
+static const char *band_color(const char *kind)
+{
+	if (!strcmp(kind, "leak"))
+		return "#c0392b";
+	if (!strcmp(kind, "fragmentation"))
+		return "#e67e22";
+	return "#95a5a6";
+}
+
+static void draw_bands(const struct timeline_torch *s, const struct timeline_frame *fr,
+		       FILE *out)
+{
+	const struct timeline_torch_band *b;
+	uint64_t tmax = fr->tmin + (uint64_t)fr->span;
+	double x0, x1;
+	size_t i;
+
+	for (i = 0; i < s->n_bands; i++) {
+		b = &s->bands[i];
+		if (b->end_ns < fr->tmin || b->start_ns > tmax)
+			continue;
+		x0 = x_of(fr, b->start_ns < fr->tmin ? fr->tmin : b->start_ns);
+		x1 = x_of(fr, b->end_ns > tmax ? tmax : b->end_ns);
+		if (x1 - x0 < 2)
+			x1 = x0 + 2;	/* a short one stays visible */
+		fprintf(out, "<g class=\"torch-episode\"><title>");
+		esc__xml(out, s->comm);
+		fprintf(out, " (%u) cuda:%u: ", s->pid, s->device);
+		esc__xml(out, b->kind);
+		fprintf(out, " from %.1f s to %.1f s of the timeline</title>\n",
+			(double)(b->start_ns - fr->tmin) / 1e9,
+			(double)(b->end_ns - fr->tmin) / 1e9);
+		fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+			"fill=\"%s\" opacity=\"0.15\"/>\n", x0, fr->top, x1 - x0,
+			fr->bottom - fr->top, band_color(b->kind));
+		fprintf(out, "<text class=\"blabel\" x=\"%.1f\" y=\"%.1f\" style=\"fill: %s\">",
+			x0 + 2, fr->top + 12 + 12 * (double)(i % 2), band_color(b->kind));
+		esc__xml(out, b->kind);
+		fputs("</text></g>\n", out);
+	}
+}
+
 void timeline_torch__draw(const struct timeline *t, const struct timeline_frame *fr,
 			  FILE *out)
 {
@@ -132,6 +177,8 @@ void timeline_torch__draw(const struct timeline *t, const struct timeline_frame 
 	cols = calloc(most ? most : 1, sizeof(*cols));
 	if (!cols)
 		return;
+	for (i = 0; i < n; i++)
+		draw_bands(&t->torch[idx[i]], fr, out);
 	for (i = 0; i < n; i++)
 		draw_one(&t->torch[idx[i]], fr, torch_colors[i], cols, out);
 	free(cols);

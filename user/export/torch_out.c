@@ -95,9 +95,92 @@ const char *torch_out__verdict(const struct torch_verdict *v)
 	return v->warmup ? "warm-up" : torch_kind__name(v->kind);
 }
 
+/* A change within this is "flat": the model's least significant growth. */
+#define FLAT (2ULL << 20)
+
+static void put_change(struct out *o, const char *what, const uint64_t *x)
+{
+	char b[24];
+	int64_t d = (int64_t)(x[1] - x[0]);
+
+	if (d < (int64_t)FLAT && d > -(int64_t)FLAT)
+		put(o, "%s flat", what);
+	else
+		put(o, "%s %s", what, fmt_bytes_signed(d, true, b, sizeof(b)));
+}
+
+static double rel_s(uint64_t ns, uint64_t t0_ns)
+{
+	return ns > t0_ns ? (ns - t0_ns) / 1e9 : 0.0;
+}
+
+/* "reserved +4.3G, floor flat, unused 4.3G (97%)", the figures' story. */
+static void episode_figures(struct out *o, const struct torch_episode *e)
+{
+	char b[2][24];
+	bool reserved = e->reserved[0] || e->reserved[1];
+
+	if (reserved) {
+		put_change(o, "reserved", e->reserved);
+		put(o, ", ");
+	}
+	put_change(o, "floor", e->floor);
+	if (reserved)
+		put(o, ", unused %s (%.0f%%)", fmt_bytes(e->unused[1], b[0], sizeof(b[0])),
+		    e->reserved[1] ? 100.0 * e->unused[1] / e->reserved[1] : 0.0);
+	if (e->horizon_s)
+		put(o, "; over %s, %s %s/h", fmt_seconds(e->horizon_s, b[0], sizeof(b[0])),
+		    e->kind == TORCH_LEAK ? "the floor" : "reserved",
+		    fmt_bytes_signed((int64_t)e->per_hour, true, b[1], sizeof(b[1])));
+}
+
+const char *torch_out__episode(const struct torch_episode *e, uint64_t t0_ns, char *buf,
+			       size_t len)
+{
+	struct out o = { buf, len, 0 };
+
+	if (len)
+		buf[0] = '\0';
+	put(&o, "%s %.1fs-%.1fs: ", torch_kind__name(e->kind), rel_s(e->start_ns, t0_ns),
+	    rel_s(e->end_ns, t0_ns));
+	episode_figures(&o, e);
+	return buf;
+}
+
 static const char *es_name(enum torch_es es)
 {
 	return es == TORCH_ES_ON ? "on" : es == TORCH_ES_OFF ? "off" : "unknown";
+}
+
+/*
+ * The root cause when the window says otherwise now: "fragmentation from
+ * 4.0s to 10.6s (reserved +4.3G, floor flat), then ", before the window's.
+ */
+static void cause_text(const struct torch_verdict *v, FILE *f)
+{
+	char buf[256];
+	struct out o = { buf, sizeof(buf), 0 };
+
+	if (!v->has_cause || v->cause.kind == v->kind)
+		return;
+	buf[0] = '\0';
+	episode_figures(&o, &v->cause);
+	fprintf(f, "%s from %.1fs to %.1fs (%s), then ", torch_kind__name(v->cause.kind),
+		rel_s(v->cause.start_ns, v->first_ns), rel_s(v->cause.end_ns, v->first_ns), buf);
+}
+
+/* Its episodes, one a line, times from its first sample. */
+static void episodes_text(const struct torch_dev *d, FILE *f)
+{
+	const struct torch_episode *e;
+	size_t n = torch_dev__episodes(d, &e), i;
+	char buf[256];
+
+	if (!n)
+		return;
+	fprintf(f, "  episodes (seconds from its first sample):\n");
+	for (i = 0; i < n; i++)
+		fprintf(f, "    %s\n", torch_out__episode(&e[i], d->first_ns, buf, sizeof(buf)));
 }
 
 /* Why the verdict, in one line. */
@@ -111,8 +194,10 @@ static void explain(const struct torch_model *m, const struct torch_verdict *v, 
 			m->rules.window_ns / 1e9);
 		return;
 	}
+	fputs("  verdict ", f);
+	cause_text(v, f);
 	if (v->slide_horizon) {
-		fprintf(f, "  verdict %s: over the last %s, %s rises %s/h, a slide too slow for "
+		fprintf(f, "%s: over the last %s, %s rises %s/h, a slide too slow for "
 			"a window of %.1f s\n", torch_kind__name(v->kind),
 			fmt_seconds(v->slide_horizon, u, sizeof(u)),
 			v->kind == TORCH_LEAK ? "allocated's floor" : "reserved (not the floor)",
@@ -122,7 +207,7 @@ static void explain(const struct torch_model *m, const struct torch_verdict *v, 
 	fmt_bytes_signed(v->reserved_growth, true, r, sizeof(r));
 	fmt_bytes_signed(v->floor_growth, true, fl, sizeof(fl));
 	fmt_bytes_signed(v->peak_growth, true, pk, sizeof(pk));
-	fprintf(f, "  verdict %s: over the last %.1f s, allocated's floor %s and its peak %s",
+	fprintf(f, "%s: over the last %.1f s, allocated's floor %s and its peak %s",
 		torch_kind__name(v->kind), v->span_ns / 1e9, fl, pk);
 	if (v->reserved_known)
 		fprintf(f, ", reserved %s; %s (%.0f%%) of reserved held no tensor (%.0f%% at "
@@ -155,6 +240,7 @@ static void dev_text(const struct torch_model *m, const struct torch_dev *d,
 		fprintf(f, "  reserved unknown: its libc10 has the old 3-argument hook (no "
 			"totals); allocated counts the blocks since the probe went in\n");
 	explain(m, &v, f);
+	episodes_text(d, f);
 	if (!v.advice)
 		return;
 	/* The advice names call sites' frames. */
@@ -172,6 +258,45 @@ void export_torch_text(const struct torch_model *m, const struct callsites *site
 		"(c10::reportMemoryUsageToProfiler):\n");
 	for (i = 0; i < m->n; i++)
 		dev_text(m, torch_model__dev(m, i), sites, f);
+}
+
+static void json_pair(FILE *f, const char *key, const uint64_t *x)
+{
+	fprintf(f, ",\"%s\":[%llu,%llu]", key, (unsigned long long)x[0],
+		(unsigned long long)x[1]);
+}
+
+/* One episode as an object; times in s from its first sample, and as taken. */
+static void json_episode(FILE *f, const struct torch_episode *e, uint64_t t0_ns)
+{
+	fprintf(f, "{\"kind\":\"%s\",\"horizon_s\":%llu,\"start_s\":%.3f,\"end_s\":%.3f,"
+		"\"start_ns\":%llu,\"end_ns\":%llu", torch_kind__name(e->kind),
+		(unsigned long long)e->horizon_s, rel_s(e->start_ns, t0_ns),
+		rel_s(e->end_ns, t0_ns), (unsigned long long)e->start_ns,
+		(unsigned long long)e->end_ns);
+	json_pair(f, "reserved", e->reserved);
+	json_pair(f, "floor", e->floor);
+	json_pair(f, "peak", e->peak);
+	json_pair(f, "unused", e->unused);
+	fprintf(f, ",\"per_hour\":%.0f}", e->per_hour);
+}
+
+static void json_episodes(FILE *f, const struct torch_dev *d, const struct torch_verdict *v)
+{
+	const struct torch_episode *e;
+	size_t n = torch_dev__episodes(d, &e), i;
+
+	fputs(",\"cause\":", f);
+	if (v->has_cause)
+		json_episode(f, &v->cause, d->first_ns);
+	else
+		fputs("null", f);
+	fputs(",\"episodes\":[", f);
+	for (i = 0; i < n; i++) {
+		fputs(i ? "," : "", f);
+		json_episode(f, &e[i], d->first_ns);
+	}
+	fputc(']', f);
 }
 
 void export_torch_json(const struct torch_model *m, const struct callsites *sites, FILE *f)
@@ -208,6 +333,7 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 			(unsigned long long)v.slide_horizon, v.slide_per_hour,
 			d->exited ? "true" : "false");
 		json__string(f, torch_out__advice(&v, sites, advice, sizeof(advice)));
+		json_episodes(f, d, &v);
 		fputs("}\n", f);
 	}
 }

@@ -21,6 +21,15 @@ const char *torch_out__advice(const struct torch_verdict *v, const struct callsi
 			      char *buf, size_t len);
 /* "warm-up" while there is none yet, else the verdict's name. */
 const char *torch_out__verdict(const struct torch_verdict *v);
+/*
+ * One episode in one line, its times in seconds from t0_ns (the process's
+ * first sample: struct torch_verdict's first_ns, struct torch_dev's):
+ * "fragmentation 4.0s-10.6s: reserved +4.3G, floor flat, unused 4.3G
+ * (97%)"; on a horizon, "; over 15 min, the floor +1.0G/h" after. Without
+ * the allocator's totals, the floor alone. Returns buf.
+ */
+const char *torch_out__episode(const struct torch_episode *e, uint64_t t0_ns, char *buf,
+			       size_t len);
 /* A section per process and device, under a heading; nothing if none reported. */
 void export_torch_text(const struct torch_model *m, const struct callsites *sites, FILE *f);
 /* One {"event":"torch_allocator",...} line per process and device. */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "model/cuda_api.h"
 #include "model/torch.h"
+#include "model/torch_episode.h"
 
 #define MIB (1ULL << 20)
 /* The allocator's expandable segment pages: kSmallBuffer, kLargeBuffer. */
@@ -156,11 +157,16 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 		return;		/* older than what the slot holds now */
 	if (sl->n < n) {
 		sl->n = n;
+		sl->ts = sl->ts_last = s->ts_ns;
 		sl->reserved_max = s->reserved;
 		sl->low = low;
 		sl->high = high;
 		return;
 	}
+	if (s->ts_ns < sl->ts)
+		sl->ts = s->ts_ns;
+	if (s->ts_ns > sl->ts_last)
+		sl->ts_last = s->ts_ns;
 	if (s->reserved > sl->reserved_max)
 		sl->reserved_max = s->reserved;
 	if (low < sl->low)
@@ -192,9 +198,20 @@ static void into_trends(struct torch_dev *d, const struct torch_sample *s)
 	}
 }
 
+static void note(const struct torch_model *m, struct torch_dev *d, bool horizons);
+
+/* The shortest horizon's slot turns between two times: the horizons may say more. */
+static bool horizon_turns(uint64_t a_ns, uint64_t b_ns)
+{
+	uint64_t hs = horizon_s[0] * 1000000000ULL / TREND_SLOTS;
+
+	return a_ns / hs != b_ns / hs;
+}
+
 int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 {
 	struct torch_dev *d = dev_of(m, s->pid, s->device);
+	uint64_t n = s->ts_ns / slot_ns(m) + 1;
 
 	if (!d)
 		return -ENOMEM;
@@ -203,6 +220,13 @@ int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 		memset(d, 0, sizeof(*d));
 		d->pid = s->pid;
 		d->device = s->device;
+	}
+	/* A new slot: the window that ended with the one before is whole. */
+	if (d->slot_n && n > d->slot_n) {
+		note(m, d, horizon_turns(d->last.ts_ns, s->ts_ns));
+		d->slot_n = n;
+	} else if (!d->slot_n) {
+		d->slot_n = n;
 	}
 	if (!d->first_ns || s->ts_ns < d->first_ns)
 		d->first_ns = s->ts_ns;
@@ -268,6 +292,9 @@ void torch_model__exit(struct torch_model *m, uint32_t pid)
 		if (m->devs[i].pid == pid && m->forget_exited)
 			continue;
 		if (m->devs[i].pid == pid) {
+			/* Its last window is whole now. */
+			if (!m->devs[i].exited)
+				note(m, &m->devs[i], true);
 			m->devs[i].exited = true;
 			m->devs[i].created |= p && p->created;
 			m->devs[i].segments |= p && p->segments;
@@ -367,9 +394,10 @@ static bool significant(const struct torch_rules *r, int64_t growth, uint64_t ba
 	return growth > 0 && (double)growth >= need;
 }
 
-static unsigned int advise(const struct torch_verdict *v)
+/* The fix for a kind, given how the process gets its segments. */
+static unsigned int advise(const struct torch_verdict *v, enum torch_kind kind)
 {
-	switch (v->kind) {
+	switch (kind) {
 	case TORCH_FRAGMENTATION:
 		if (v->expandable != TORCH_ES_ON)
 			return TORCH_ADV_EXPANDABLE | (v->max_split ? TORCH_ADV_NO_MAX_SPLIT : 0);
@@ -444,32 +472,57 @@ static bool slides_up(const struct torch_rules *r, const struct trend *t, uint64
 	return trend_fit__slides(&f, 1, need);
 }
 
-/* What the window cannot see: a slide on the shortest horizon that names one. */
-static void judge_slide(const struct torch_model *m, const struct torch_dev *d,
-			struct torch_verdict *v)
+/* Horizon i at now: a leak, fragmentation, or ok; its rate per hour. */
+static void slide_on(const struct torch_model *m, const struct torch_dev *d, unsigned int i,
+		     const struct torch_verdict *v, struct torch_slide *out)
 {
 	uint64_t now = d->last.ts_ns;
-	double floor_h, reserved_h, unused_h;
+	double reserved_h, unused_h;
+
+	out->kind = TORCH_OK;
+	out->per_hour = 0;
+	if (slides_up(&m->rules, &d->floor_t[i], horizon_s[i], now, -1, &out->per_hour)) {
+		out->kind = TORCH_LEAK;
+	} else if (v->reserved_known &&
+		   slides_up(&m->rules, &d->reserved_t[i], horizon_s[i], now, -1, &reserved_h) &&
+		   /* new segments no tensor needs: not demand */
+		   slides_up(&m->rules, &d->unused_t[i], horizon_s[i], now,
+			     (double)v->reserved - reserved_h * horizon_s[i] / 3600, &unused_h)) {
+		out->kind = TORCH_FRAGMENTATION;
+		out->per_hour = reserved_h;
+	}
+}
+
+/*
+ * What the window cannot see: a slide on the shortest horizon that names
+ * one. A horizon judged since its slot last turned is not judged again;
+ * keep (d's, or NULL) takes what is.
+ */
+static void judge_slide(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v, struct torch_slide *keep)
+{
+	const struct torch_slide *h;
+	struct torch_slide fresh;
+	uint64_t slot;
 	unsigned int i;
 
 	if (v->kind == TORCH_LEAK || v->kind == TORCH_FRAGMENTATION)
 		return;		/* named in the window already */
 	for (i = 0; i < TORCH_HORIZONS; i++) {
-		if (slides_up(&m->rules, &d->floor_t[i], horizon_s[i], now, -1, &floor_h)) {
-			v->kind = TORCH_LEAK;
-			v->slide_per_hour = floor_h;
-		} else if (v->reserved_known &&
-			   slides_up(&m->rules, &d->reserved_t[i], horizon_s[i], now, -1,
-				     &reserved_h) &&
-			   /* new segments no tensor needs: not demand */
-			   slides_up(&m->rules, &d->unused_t[i], horizon_s[i], now,
-				     (double)v->reserved - reserved_h * horizon_s[i] / 3600,
-				     &unused_h)) {
-			v->kind = TORCH_FRAGMENTATION;
-			v->slide_per_hour = reserved_h;
-		} else {
-			continue;
+		slot = d->floor_t[i].slot_ns ? d->last.ts_ns / d->floor_t[i].slot_ns + 1 : 0;
+		h = &d->slides[i];
+		/* note() judges as a slot turns, so the one before counts too */
+		if (!slot || (h->slot != slot && h->slot + 1 != slot)) {
+			slide_on(m, d, i, v, &fresh);
+			fresh.slot = slot;
+			if (keep)
+				keep[i] = fresh;
+			h = &fresh;
 		}
+		if (h->kind == TORCH_OK)
+			continue;
+		v->kind = h->kind;
+		v->slide_per_hour = h->per_hour;
 		v->slide_horizon = horizon_s[i];
 		return;
 	}
@@ -496,13 +549,11 @@ static void sites_of(const struct torch_model *m, const struct torch_dev *d,
 		v->sites[v->n_sites++] = s[i].id;
 }
 
-void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
-			struct torch_verdict *v)
+/* The figures at its last sample, and its segments' call sites. */
+static void figures_of(const struct torch_model *m, const struct torch_dev *d,
+		       struct torch_verdict *v)
 {
-	struct torch_slot w[TORCH_SLOTS];
 	const struct torch_sample *s = &d->last;
-	struct halves h;
-	unsigned int n;
 
 	memset(v, 0, sizeof(*v));
 	v->reserved_known = s->flags & TORCH_S_TOTALS;
@@ -514,33 +565,194 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 	v->peak_reserved = s->peak_reserved;
 	v->cached = s->reserved > s->allocated ? s->reserved - s->allocated : 0;
 	v->cached_share = share(v->cached, s->reserved);
+	v->first_ns = d->first_ns;
+	v->last_ns = s->ts_ns;
+	v->n_episodes = d->n_episodes;
 	sites_of(m, d, v);
-	n = window(m, d, w);
-	if (s->ts_ns - d->first_ns < m->rules.warmup_ns || n < TORCH_MIN_SLOTS) {
-		v->warmup = true;
-		return;
-	}
-	v->slots = n;
-	v->span_ns = (w[n - 1].n - w[0].n + 1) * slot_ns(m);
-	halves_of(w, n, &h);
-	decide(&m->rules, &h, v);
-	judge_slide(m, d, v);
-	v->advice = advise(v);
 }
 
-/* Which of two verdicts a process shows: the one that grows without bound first. */
-static int severity(enum torch_kind k)
+/*
+ * The window's verdict, and the horizons' when asked: false in the
+ * warm-up. w: the window's slots, *n of them.
+ */
+static bool judge_now(const struct torch_model *m, const struct torch_dev *d, bool horizons,
+		      struct torch_slide *keep, struct torch_verdict *v, struct torch_slot *w,
+		      unsigned int *n)
 {
-	switch (k) {
-	case TORCH_LEAK:
-		return 3;
-	case TORCH_FRAGMENTATION:
-		return 2;
-	case TORCH_CACHE_HELD:
-		return 1;
-	default:
-		return 0;
+	struct halves h;
+
+	*n = window(m, d, w);
+	if (d->last.ts_ns - d->first_ns < m->rules.warmup_ns || *n < TORCH_MIN_SLOTS) {
+		v->warmup = true;
+		return false;
 	}
+	v->slots = *n;
+	v->span_ns = (w[*n - 1].n - w[0].n + 1) * slot_ns(m);
+	halves_of(w, *n, &h);
+	decide(&m->rules, &h, v);
+	if (horizons)
+		judge_slide(m, d, v, keep);
+	return true;
+}
+
+static uint64_t clamp(double x)
+{
+	return x > 0 ? (uint64_t)x : 0;
+}
+
+/* A horizon's fit at its start ([0]) and end ([1]); 0s when too few slots. */
+static void fit_ends(const struct trend *t, uint64_t now, uint64_t *out, double *span_s)
+{
+	struct trend_fit f;
+
+	if (!trend__fit(t, now, &f))
+		return;
+	out[0] = clamp(f.last - f.slope * f.span_s);
+	out[1] = clamp(f.last);
+	if (f.span_s > *span_s)
+		*span_s = f.span_s;
+}
+
+/* Named on a horizon: its slots' means at both ends of the fit. */
+static void horizon_episode(const struct torch_dev *d, const struct torch_verdict *v,
+			    struct torch_episode *e)
+{
+	uint64_t now = d->last.ts_ns, span;
+	unsigned int i, k;
+	double span_s = 0;
+
+	for (i = 0; i + 1 < TORCH_HORIZONS && horizon_s[i] != v->slide_horizon; i++)
+		;
+	fit_ends(&d->floor_t[i], now, e->floor, &span_s);
+	fit_ends(&d->reserved_t[i], now, e->reserved, &span_s);
+	fit_ends(&d->unused_t[i], now, e->unused, &span_s);
+	for (k = 0; k < 2; k++)
+		e->peak[k] = e->reserved[k] > e->unused[k] ? e->reserved[k] - e->unused[k] :
+			     e->floor[k];
+	span = (uint64_t)(span_s * 1e9);
+	e->horizon_s = v->slide_horizon;
+	e->per_hour = v->slide_per_hour;
+	e->start_ns = now - d->first_ns > span ? now - span : d->first_ns;
+	e->end_ns = now;
+}
+
+static bool rose(const struct torch_slot *w, unsigned int i, enum torch_kind k)
+{
+	if (k == TORCH_LEAK)
+		return w[i].low > w[i - 1].low;
+	return k == TORCH_FRAGMENTATION && w[i].reserved_max > w[i - 1].reserved_max;
+}
+
+/*
+ * The window's first and last slots that rose over the one before: the
+ * floor for a leak, reserved for fragmentation; else its first and last.
+ */
+static void rise_of(const struct torch_slot *w, unsigned int n, enum torch_kind k,
+		    unsigned int *first, unsigned int *last)
+{
+	unsigned int i;
+
+	*first = 0;
+	*last = n - 1;
+	for (i = 1; i < n && !rose(w, i, k); i++)
+		;
+	if (i == n)
+		return;
+	*first = i;
+	for (i = n - 1; i > *first && !rose(w, i, k); i--)
+		;
+	*last = i;
+}
+
+/*
+ * A judgement as an episode: on a horizon, over its fit; on the window,
+ * from the first slot that grew to the last (the whole window for
+ * cache-held), its figures the level before and at the top.
+ */
+static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
+		       const struct torch_slot *w, unsigned int n, struct torch_episode *e)
+{
+	const struct torch_slot *ends[2];
+	unsigned int i, j, k;
+
+	memset(e, 0, sizeof(*e));
+	e->kind = v->kind;
+	if (v->slide_horizon) {
+		horizon_episode(d, v, e);
+		return;
+	}
+	/* From where it began to grow (its figures the level before) to where it stopped. */
+	rise_of(w, n, v->kind, &i, &j);
+	ends[0] = &w[i ? i - 1 : 0];
+	ends[1] = &w[j];
+	e->start_ns = w[i].ts;
+	e->end_ns = j == n - 1 ? d->last.ts_ns : w[j].ts_last;
+	for (k = 0; k < 2; k++) {
+		e->reserved[k] = v->reserved_known ? ends[k]->reserved_max : 0;
+		e->floor[k] = ends[k]->low;
+		e->peak[k] = ends[k]->high;
+		e->unused[k] = e->reserved[k] > e->peak[k] ? e->reserved[k] - e->peak[k] : 0;
+	}
+}
+
+/*
+ * Judge the window that ends at its last sample, into its episodes.
+ * Without the horizons (between turns of the shortest's slot) only the
+ * window's leak and fragmentation are said: ok or cache-held then may be
+ * a horizon's slide, which waits for its turn.
+ */
+static void note(const struct torch_model *m, struct torch_dev *d, bool horizons)
+{
+	struct torch_slot w[TORCH_SLOTS];
+	struct torch_verdict v;
+	struct torch_episode e;
+	unsigned int n;
+
+	memset(&v, 0, sizeof(v));
+	v.reserved_known = d->last.flags & TORCH_S_TOTALS;
+	v.reserved = d->last.reserved;
+	if (!judge_now(m, d, horizons, d->slides, &v, w, &n))
+		return;
+	if (!horizons && v.kind != TORCH_LEAK && v.kind != TORCH_FRAGMENTATION)
+		return;
+	if (v.kind == TORCH_OK) {
+		d->open = false;
+		return;
+	}
+	episode_of(d, &v, w, n, &e);
+	torch_episodes__keep(d, &e);
+}
+
+void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v)
+{
+	struct torch_slot w[TORCH_SLOTS];
+	struct torch_episode now;
+	unsigned int n;
+	bool judged;
+
+	figures_of(m, d, v);
+	judged = judge_now(m, d, true, NULL, v, w, &n) && v->kind != TORCH_OK;
+	/* Most often the episodes hold it already: its figures only when not. */
+	if (judged && !torch_episodes__open(d, v->kind))
+		episode_of(d, v, w, n, &now);
+	else
+		judged = false;
+	torch_episodes__cause(d, judged ? &now : NULL, v);
+	v->advice = advise(v, v->has_cause ? v->cause.kind : v->kind);
+}
+
+/* What a process shows: the worst root cause, then the worst window. */
+static bool worse(const struct torch_verdict *a, const struct torch_verdict *b)
+{
+	int ca = a->has_cause ? torch_kind__severity(a->cause.kind) : 0;
+	int cb = b->has_cause ? torch_kind__severity(b->cause.kind) : 0;
+
+	if (ca != cb)
+		return ca > cb;
+	if (a->kind != b->kind)
+		return torch_kind__severity(a->kind) > torch_kind__severity(b->kind);
+	return a->warmup < b->warmup;
 }
 
 bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
@@ -553,8 +765,7 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 	memset(&sum, 0, sizeof(sum));
 	for (; i < m->n && m->devs[i].pid == pid; i++) {
 		torch_model__judge(m, &m->devs[i], &one);
-		if (!any || severity(one.kind) > severity(v->kind) ||
-		    (one.kind == v->kind && one.warmup < v->warmup))
+		if (!any || worse(&one, v))
 			*v = one;
 		all_warm &= one.warmup;
 		sum.allocated += one.allocated;
@@ -563,6 +774,11 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 		sum.peak_allocated += one.peak_allocated;
 		sum.peak_reserved += one.peak_reserved;
 		sum.reserved_known |= one.reserved_known;
+		sum.n_episodes += one.n_episodes;
+		if (!any || one.first_ns < sum.first_ns)
+			sum.first_ns = one.first_ns;
+		if (one.last_ns > sum.last_ns)
+			sum.last_ns = one.last_ns;
 		any = true;
 	}
 	if (!any)
@@ -575,5 +791,8 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 	v->peak_allocated = sum.peak_allocated;
 	v->peak_reserved = sum.peak_reserved;
 	v->reserved_known = sum.reserved_known;
+	v->n_episodes = sum.n_episodes;
+	v->first_ns = sum.first_ns;
+	v->last_ns = sum.last_ns;
 	return true;
 }

@@ -44,6 +44,30 @@
  *   ok             anything else
  *
  * With the old 3-argument hook reserved is unknown: only leak or ok.
+ *
+ * Episodes. Each verdict other than ok, named on the window or on a
+ * horizon, is an episode of the process's life: its kind, where it was
+ * named (the window, or a horizon's length), its first and last sample's
+ * times and the figures there (for the window, its first and last slots';
+ * for a horizon, its slots' means at both ends of the fit), and the rate
+ * per hour on a horizon. The model judges as samples come, once a slot
+ * (when a sample opens a new one, the window that ended with the slot
+ * before), the horizons only when the shortest's slot turns (every
+ * 2 s): top on hundreds of processes pays a few judgements a second for
+ * each that moves, not one per sample. Judgements of one kind in a row,
+ * or within a window of the last episode of that kind, extend it. At most
+ * TORCH_EPISODES are kept per device: when full, the two closest
+ * neighbours of one kind become one; failing that, the least severe and
+ * shortest goes; never the root cause nor the newest.
+ *
+ * The root cause is the most severe episode: leak, then fragmentation,
+ * then cache-held (a leak grows without bound and hides the rest;
+ * fragmentation grows reserved until the job dies, where a held cache
+ * stays where it is and is what a fragmenting allocator leaves behind),
+ * the earliest among equals. The verdict carries it, with its advice: a
+ * burst of fragmentation that ends in steady steps from cache stays
+ * fragmentation (expandable segments), not the cache-held of the window
+ * now (empty_cache, the wrong fix).
  * Expandable segments are on when the process's environment says so
  * (PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF: expandable_segments:True)
  * or when it made a cuMemCreate of 2 MiB or 20 MiB (the allocator's pages;
@@ -77,6 +101,8 @@
 #define TORCH_HORIZONS		3
 /* Call sites of its segments kept per process: those that took most. */
 #define TORCH_SITES		4
+/* Episodes kept per device, for its life. */
+#define TORCH_EPISODES		8
 
 /* struct torch_sample's flags */
 #define TORCH_S_TOTALS		(1U << 0)	/* reserved is the allocator's own */
@@ -136,6 +162,19 @@ enum torch_es {
 #define TORCH_ADV_FRACTION	(1U << 3)	/* set_per_process_memory_fraction */
 #define TORCH_ADV_LEAK_SITES	(1U << 4)	/* what keeps tensors alive */
 
+/*
+ * A verdict other than ok, from its first judgement to its last; the
+ * figures at both ends ([0] at start, [1] at end): reserved, allocated's
+ * floor and peak, unused (reserved - the peak).
+ */
+struct torch_episode {
+	enum torch_kind kind;
+	uint64_t horizon_s;		/* 0: the window; else the horizon's length */
+	uint64_t start_ns, end_ns;	/* CLOCK_MONOTONIC, of samples */
+	uint64_t reserved[2], floor[2], peak[2], unused[2];
+	double per_hour;		/* on a horizon: floor (leak) or reserved, per hour */
+};
+
 /* A judgement of one process and device, made once and handed on. */
 struct torch_verdict {
 	enum torch_kind kind;
@@ -155,19 +194,39 @@ struct torch_verdict {
 	int64_t reserved_growth;	/* late - early, bytes */
 	int64_t floor_growth;
 	int64_t peak_growth;		/* of allocated's highest */
-	unsigned int advice;		/* TORCH_ADV_* */
+	unsigned int advice;		/* TORCH_ADV_*, of the root cause */
 	/* named on a horizon beyond the window: its length (s; 0: none), the rate */
 	uint64_t slide_horizon;
 	double slide_per_hour;		/* of the floor (leak) or reserved (fragmentation) */
 	/* the call sites of its segments (callsites ids), most bytes first */
 	uint32_t sites[TORCH_SITES];
 	unsigned int n_sites;
+	/*
+	 * The root cause: the most severe episode of its life, the current
+	 * judgement's among them (kind above is the window's now).
+	 */
+	bool has_cause;
+	struct torch_episode cause;
+	uint64_t first_ns, last_ns;	/* its first and last sample */
+	unsigned int n_episodes;	/* kept, of this device (judge_pid: all) */
 };
 
 struct torch_slot {
 	uint64_t n;			/* slot number: ts / slot_ns; 0: empty */
+	uint64_t ts, ts_last;		/* its first and last samples' */
 	uint64_t reserved_max;
 	uint64_t low, high;		/* allocated */
+};
+
+/*
+ * A horizon's judgement, kept until its slot turns: each is a fit of up to
+ * 30 slots, and what a slot's few more samples change is not worth
+ * fitting again for (the minute's slot is 2 s, the hour's 2 min).
+ */
+struct torch_slide {
+	uint64_t slot;			/* its trend's slot number then; 0: none */
+	enum torch_kind kind;		/* ok, leak or fragmentation */
+	double per_hour;
 };
 
 /* A call site of a process's segments, and the bytes its calls took there. */
@@ -189,6 +248,11 @@ struct torch_dev {
 	struct trend floor_t[TORCH_HORIZONS];	/* allocated's lowest */
 	struct trend reserved_t[TORCH_HORIZONS];
 	struct trend unused_t[TORCH_HORIZONS];	/* reserved - allocated's highest */
+	struct torch_slide slides[TORCH_HORIZONS];
+	uint64_t slot_n;		/* the newest sample's slot number */
+	bool open;			/* the last judgement extended the last episode */
+	struct torch_episode episodes[TORCH_EPISODES];	/* oldest first */
+	unsigned int n_episodes;
 };
 
 struct torch_model {
@@ -211,15 +275,24 @@ void torch_model__call(struct torch_model *m, const struct umt_call_rec *r, uint
 void torch_model__exit(struct torch_model *m, uint32_t pid);
 /* Device i of those seen, 0 <= i < m->n (sorted by pid and device). */
 const struct torch_dev *torch_model__dev(const struct torch_model *m, size_t i);
-/* Judge one device over its last window. */
+/*
+ * Judge one device over its last window, and name its root cause (the
+ * window's judgement now among its episodes).
+ */
 void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 			struct torch_verdict *v);
 /*
- * A process over all its devices: the figures summed, the worst verdict
- * (leak, fragmentation, cache-held, ok); false if it never reported.
+ * A process over all its devices: the figures summed, the verdict of the
+ * device with the worst root cause (then the worst window: leak,
+ * fragmentation, cache-held, ok); false if it never reported.
  */
 bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 			    struct torch_verdict *v);
+
+/* A device's episodes, oldest first (*out: into d); how many. */
+size_t torch_dev__episodes(const struct torch_dev *d, const struct torch_episode **out);
+/* The order of root causes: leak 3, fragmentation 2, cache-held 1, ok 0. */
+int torch_kind__severity(enum torch_kind k);
 
 /* "ok", "fragmentation", "leak", "cache-held". */
 const char *torch_kind__name(enum torch_kind k);
