@@ -519,3 +519,54 @@ def test_torch_top_root_cause(env):
     assert header and all(r["line"].index(r["verdict"]) == header[-1].index("VERDICT")
                           for _, r in late), (header[-1], late[-1][1]["line"])
     print(f"    at {late[-1][0]:.1f} s: {late[-1][1]['line'].split()[-2:]}")
+
+
+def test_torch_guard_stop_names_the_root_cause(env):
+    """A burst job (unified fake: its segments take host memory) stopped at
+    admission as the burst's growth crosses a floor 500 MiB below what is
+    available, seconds into its fragmentation: its stop line, its bundle's
+    event.txt and --on-stop name the root cause, an episode of its life in
+    words (the fragmentation since it began, the floor flat)."""
+    c10, job = paths(env)
+    state, pm = env.tmpfile("tgc.state"), env.tmpfile("tgc-pm")
+    hook_out = env.tmpfile("tgc.env")
+    shutil.rmtree(pm, ignore_errors=True)
+    if os.path.exists(hook_out):
+        os.unlink(hook_out)
+    floor = available() - 500 * MIB
+    g = env.popen([env.umtrace, "guard", "--torch", "--libcuda", env.fake, "--libc10", c10,
+                   "--platform", "unified", "--no-pin", "--state-file", state,
+                   "--floor", str(floor), "--low", str(floor + 64 * MIB), "--drop", "90%",
+                   "--postmortem-dir", pm, "--scope", "comm:^torch_alloc$",
+                   "--on-stop", f"env | grep ^UMTRACE_TORCH > {hook_out}.tmp && "
+                                f"mv {hook_out}.tmp {hook_out}"])
+    wait_line(g.stderr, "guard: armed", 30)
+    p = env.popen([job, *BURST, "-o", "/dev/null"])
+    line = failed = ""
+    try:
+        line, _ = wait_line(g.stderr, "guard: stop pid=%d " % p.pid, 60)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(hook_out):
+            assert time.monotonic() < deadline, "--on-stop did not run"
+            time.sleep(0.05)
+    except AssertionError as e:
+        failed = str(e)
+    finally:
+        p.kill()
+        p.wait(timeout=30)
+        g.send_signal(signal.SIGINT)
+        err = g.communicate(timeout=60)[1]
+    assert not failed, failed + "\n" + err[-2000:]
+    cause = r'fragmentation \d+\.\ds-\d+\.\ds: reserved \+\S+, floor flat, unused [^"]+'
+    m = re.search(r'torch_verdict=(\S+) torch_cause="(%s)" ' % cause, line)
+    assert m and m.group(1) == "fragmentation", line
+    bundles = os.listdir(pm)
+    assert len(bundles) == 1, bundles
+    with open(os.path.join(pm, bundles[0], "event.txt")) as f:
+        ev = f.read()
+    assert f'\ntorch_cause "{m.group(2)}"\n' in ev, ev
+    assert "torch_advice " in ev and "expandable_segments:True" in ev, ev
+    with open(hook_out) as f:
+        hook = dict(l.split("=", 1) for l in f.read().splitlines())
+    assert hook["UMTRACE_TORCH_CAUSE"] == m.group(2), hook
+    print(f"    root cause at the stop: {m.group(2)}")

@@ -173,7 +173,7 @@ static int finish(FILE *f)
 
 static void write_torch(struct guard_postmortem *pm, const struct guard_stop *s, FILE *f)
 {
-	char advice[1024], text[ESC_KV_LEN(sizeof(advice))];
+	char advice[1024], text[ESC_KV_LEN(sizeof(advice))], cause[ESC_KV_LEN(sizeof(s->cause))];
 
 	if (!s->torch)
 		return;
@@ -184,8 +184,8 @@ static void write_torch(struct guard_postmortem *pm, const struct guard_stop *s,
 			(unsigned long long)s->torch_v.cached);
 	else
 		fprintf(f, "torch_reserved_bytes unknown\n");
-	fprintf(f, "torch_verdict %s\ntorch_expandable_segments %s\n",
-		s->verdict,
+	fprintf(f, "torch_verdict %s\ntorch_cause %s\ntorch_expandable_segments %s\n",
+		s->verdict, esc__kv(s->cause[0] ? s->cause : "-", cause, sizeof(cause)),
 		s->torch_v.expandable == TORCH_ES_ON ? "on" :
 		s->torch_v.expandable == TORCH_ES_OFF ? "off" : "unknown");
 	if (!s->torch_v.advice)

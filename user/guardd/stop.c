@@ -8,6 +8,7 @@
 #include "lib/log.h"
 #include "lib/sys.h"
 #include "lib/units.h"
+#include "export/torch_out.h"
 #include "model/cuda_api.h"
 
 static const char *const reason_names[GUARD_N_REASONS] = {
@@ -48,8 +49,11 @@ void guard_stop__kernel_detail(const struct umt_guard_rec *r, char *buf, size_t 
 	}
 }
 
+#define TORCH_FIELDS_LEN (128 + ESC_KV_LEN(GUARD_STOP_CAUSE_MAX))
+
 /*
- * " torch_allocated=40M torch_reserved=638M torch_verdict=fragmentation":
+ * " torch_allocated=40M torch_reserved=638M torch_verdict=cache-held
+ * torch_cause=\"fragmentation 4.0s-9.9s: reserved +4.3G, floor flat, ...\"":
  * what an operator asks first of a stopped PyTorch job; "" without it.
  */
 static void torch_fields(const struct guard_stop *s, char *buf, size_t len)
@@ -57,13 +61,16 @@ static void torch_fields(const struct guard_stop *s, char *buf, size_t len)
 	const struct torch_verdict *v = &s->torch_v;
 	char a[16], r[16];
 
+	char cause[ESC_KV_LEN(GUARD_STOP_CAUSE_MAX)];
+
 	buf[0] = '\0';
 	if (!s->torch)
 		return;
-	snprintf(buf, len, " torch_allocated=%s torch_reserved=%s torch_verdict=%s",
+	esc__kv(s->cause[0] ? s->cause : "-", cause, sizeof(cause));
+	snprintf(buf, len, " torch_allocated=%s torch_reserved=%s torch_verdict=%s torch_cause=%s",
 		 fmt_bytes(v->allocated, a, sizeof(a)),
 		 v->reserved_known ? fmt_bytes(v->reserved, r, sizeof(r)) : "?",
-		 s->verdict);
+		 s->verdict, cause);
 }
 
 void guard_stop__name(struct guard_stop *s)
@@ -74,16 +81,21 @@ void guard_stop__name(struct guard_stop *s)
 	else
 		s->action_name = s->dry ? "dry-run" : guard_act__name(s->action);
 	s->metric_name = guard_metric__name(s->metric);
-	if (!s->torch)
+	s->cause[0] = '\0';
+	if (!s->torch) {
 		s->verdict = "";
-	else
-		s->verdict = s->torch_v.warmup ? "warm-up" : torch_kind__name(s->torch_v.kind);
+		return;
+	}
+	s->verdict = s->torch_v.warmup ? "warm-up" : torch_kind__name(s->torch_v.kind);
+	if (s->torch_v.has_cause)
+		torch_out__episode(&s->torch_v.cause, s->torch_v.first_ns, s->cause,
+				   sizeof(s->cause));
 }
 
 /* Every value a name went into is quoted and escaped: one line, no forged key. */
 void guard_stop__log(const struct guard_stop *s)
 {
-	char held[32], metric[32], torch[128], comm[ESC_KV_LEN(sizeof(s->comm))];
+	char held[32], metric[32], torch[TORCH_FIELDS_LEN], comm[ESC_KV_LEN(sizeof(s->comm))];
 	char cgroup[ESC_KV_LEN(sizeof(s->cgroup))], site[ESC_KV_LEN(sizeof(s->top_site))];
 	char detail[ESC_KV_LEN(sizeof(s->detail))];
 
@@ -104,7 +116,7 @@ void guard_stop__log(const struct guard_stop *s)
 
 void guard_stop__log_warn(const struct guard_stop *s, const char *signal)
 {
-	char held[32], metric[32], rate[32], torch[128], comm[ESC_KV_LEN(sizeof(s->comm))];
+	char held[32], metric[32], rate[32], torch[TORCH_FIELDS_LEN], comm[ESC_KV_LEN(sizeof(s->comm))];
 	char cgroup[ESC_KV_LEN(sizeof(s->cgroup))], site[ESC_KV_LEN(sizeof(s->top_site))];
 
 	torch_fields(s, torch, sizeof(torch));
@@ -149,6 +161,7 @@ void guard_stop__exec_hook(const struct guard_stop *s, const char *hook, const c
 		snprintf(buf, sizeof(buf), "%" PRIu64, s->torch_v.reserved);
 		setenv("UMTRACE_TORCH_RESERVED", s->torch_v.reserved_known ? buf : "", 1);
 		setenv("UMTRACE_TORCH_VERDICT", s->verdict, 1);
+		setenv("UMTRACE_TORCH_CAUSE", s->cause, 1);
 	}
 	if (s->warn) {
 		snprintf(buf, sizeof(buf), "%" PRIu64, s->eta_s);

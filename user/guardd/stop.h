@@ -19,6 +19,7 @@
 
 #define GUARD_STOP_DETAIL_MAX 192
 #define GUARD_STOP_SITE_MAX 512
+#define GUARD_STOP_CAUSE_MAX 256
 
 struct guard_stop {
 	uint32_t pid;
@@ -49,6 +50,8 @@ struct guard_stop {
 	const char *action_name;	/* "stop", "freeze", "dry-run", or "warn" */
 	const char *metric_name;	/* "available" or "free" */
 	const char *verdict;		/* its allocator's ("warm-up", "ok"...), "" without */
+	/* its allocator's root cause, an episode of its life in words; "" none */
+	char cause[GUARD_STOP_CAUSE_MAX];
 };
 
 #define GUARD_N_REASONS 4	/* enum umt_guard_reason: 1..4 */
