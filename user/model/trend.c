@@ -16,13 +16,14 @@ void trend__add(struct trend *t, uint64_t ts_ns, double v)
 	uint64_t n = ts_ns / t->slot_ns + 1;
 	struct trend_slot *s = &t->slots[n % TREND_SLOTS];
 
-	if (s->n != n) {
-		s->n = n;
+	if (s->n != (uint32_t)n) {
+		s->n = (uint32_t)n;
 		s->count = 0;
-		s->sum = 0;
+		s->mean = 0;
 	}
 	s->count++;
-	s->sum += v;
+	/* A running mean: a sum of an hour's samples would outgrow a float. */
+	s->mean = (float)(s->mean + (v - s->mean) / s->count);
 }
 
 /*
@@ -74,22 +75,30 @@ static double median(double *a, unsigned int n)
 	return (lo + hi) / 2;
 }
 
+/* How many slots a is after b: slot numbers wrap. */
+static int32_t slot_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
+
 static int cmp_slot(const void *a, const void *b)
 {
-	uint64_t x = ((const struct trend_slot *)a)->n, y = ((const struct trend_slot *)b)->n;
+	int32_t d = slot_diff(((const struct trend_slot *)a)->n, ((const struct trend_slot *)b)->n);
 
-	return (x > y) - (x < y);
+	return (d > 0) - (d < 0);
 }
 
 /* The slots within the horizon that ends at slot now, oldest first. */
-static unsigned int in_horizon(const struct trend *t, uint64_t now, struct trend_slot *out)
+static unsigned int in_horizon(const struct trend *t, uint32_t now, struct trend_slot *out)
 {
 	unsigned int i, k = 0;
+	int32_t age;
 
 	for (i = 0; i < TREND_SLOTS; i++) {
 		const struct trend_slot *s = &t->slots[i];
 
-		if (s->n && s->count && s->n <= now && s->n + TREND_SLOTS > now)
+		age = slot_diff(now, s->n);
+		if (s->n && s->count && age >= 0 && age < TREND_SLOTS)
 			out[k++] = *s;
 	}
 	qsort(out, k, sizeof(*out), cmp_slot);
@@ -104,22 +113,22 @@ bool trend__fit(const struct trend *t, uint64_t now_ns, struct trend_fit *f)
 	int rise = 0;
 
 	memset(f, 0, sizeof(*f));
-	k = in_horizon(t, now_ns / t->slot_ns + 1, s);
+	k = in_horizon(t, (uint32_t)(now_ns / t->slot_ns + 1), s);
 	f->slots = k;
 	if (k < TREND_MIN_SLOTS)
 		return false;
 	for (i = 0; i < k; i++) {
-		vi = s[i].sum / (double)s[i].count;
+		vi = s[i].mean;
 		for (j = i + 1; j < k; j++) {
-			vj = s[j].sum / (double)s[j].count;
-			slopes[m++] = (vj - vi) / ((double)(s[j].n - s[i].n) * slot_s);
+			vj = s[j].mean;
+			slopes[m++] = (vj - vi) / ((double)slot_diff(s[j].n, s[i].n) * slot_s);
 			rise += (vj > vi) - (vj < vi);
 		}
 	}
 	f->slope = median(slopes, m);
 	f->agreement = (double)rise / (double)m;
-	f->span_s = (double)(s[k - 1].n - s[0].n) * slot_s;
-	f->last = s[k - 1].sum / (double)s[k - 1].count;
+	f->span_s = (double)slot_diff(s[k - 1].n, s[0].n) * slot_s;
+	f->last = s[k - 1].mean;
 	return true;
 }
 

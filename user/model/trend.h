@@ -26,10 +26,17 @@
 /* Of every two slots, this share more falling than rising (or rising than falling). */
 #define TREND_AGREEMENT		0.6
 
+/*
+ * 12 bytes a slot: nine trends of 30 slots per PyTorch device, kept for
+ * hundreds of processes by top. The slot number is kept modulo 2^32
+ * (compared by difference: it wraps after 2^32 slots, 272 years of the
+ * minute's 2 s), the mean as a float (its rounding, 2^-24 of the value,
+ * is 256 bytes of 4 GiB).
+ */
 struct trend_slot {
-	uint64_t n;			/* slot number: ts / slot_ns; 0: empty */
-	uint64_t count;
-	double sum;
+	uint32_t n;			/* slot number: ts / slot_ns + 1, mod 2^32; 0: empty */
+	uint32_t count;
+	float mean;
 };
 
 struct trend {
