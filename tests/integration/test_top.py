@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 """umtrace top: per-process rows of what GPU allocations hold, live."""
+import os
 import re
 import subprocess
 import time
@@ -14,6 +15,9 @@ def parse_rows(text):
     for line in text.splitlines():
         if line.startswith("PID "):
             in_table = "KERNEL THREAD" not in line	# that table comes after
+            continue
+        if line.startswith("floor "):	# when the growing ones reach the floor
+            in_table = False
             continue
         if in_table and line.strip():
             f = line.split()
@@ -249,3 +253,52 @@ def test_top_device_nodes(env):
     r = [r for r in parse_rows(out) if r["pid"] == job.pid]
     assert r and to_bytes(r[0]["gpu"]) == 16 * MIB, out
     assert to_bytes(r[0]["host"]) < 1 * MIB, r
+
+
+def test_top_time_to_floor(env):
+    """--floor: a job taking 32 MiB every 250 ms gets a line saying when, at
+    its pace over the last minute and alone, MemAvailable reaches the floor;
+    the figure is what MemAvailable less the floor, over that pace, says."""
+    with open("/proc/meminfo") as f:
+        avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+    floor = avail - 4096 * MIB
+    top = env.popen([env.umtrace, "top", "-b", "-i", "1s", "--floor", str(floor),
+                     "--libcuda", env.fake])
+    wait_line(top.stderr, "probing", 30)
+    job = env.popen([env.alloc_mix, "-n", "40", "-s", "32M", "-a", "alloc", "-k", "-w", "30000",
+                     "-o", "/dev/null"], env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
+    pat = re.compile(r"^%-7d alloc_mix    the floor in about (\d+) (s|min) at \+(\S+)/h$"
+                     % job.pid, re.M)
+    head = re.compile(r"^floor (\S+) \(--floor\): MemAvailable (\S+)$", re.M)
+    try:
+        line, seen = wait_line(top.stdout, f"{job.pid} ", 30)
+        deadline = time.monotonic() + 30
+        m = None
+        while not m:
+            assert time.monotonic() < deadline, seen[-2000:]
+            line = readline(top.stdout, max(0.1, deadline - time.monotonic()))
+            seen += line
+            m = pat.search(line)
+    finally:
+        job.kill()
+        job.wait(timeout=30)
+        top.kill()
+        top.wait(timeout=30)
+    h = head.findall(seen)
+    assert h, seen[-2000:]
+    eta = int(m.group(1)) * (60 if m.group(2) == "min" else 1)
+    per_s = to_bytes(m.group(3)) / 3600
+    left = to_bytes(h[-1][1]) - floor
+    # Up to 128 MiB/s; MemAvailable in 0.1 GiB steps as top prints it.
+    assert 8 * MIB < per_s < 160 * MIB, m.group(0)
+    assert abs(eta - left / per_s) <= 2 + 0.15 * left / per_s, (m.group(0), h[-1])
+    print(f"    +{per_s / MIB:.0f} MiB/s: the floor in about {eta} s")
+
+
+def test_top_floor_refused(env):
+    """--floor takes what the guard's does: one line and exit 2 on anything else."""
+    for arg, want in (("junk", "--floor"), ("0", "above 0"), ("200%", "--floor")):
+        p = subprocess.run([env.umtrace, "top", "--once", "--floor", arg], capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 2 and want in p.stderr, (arg, p.returncode, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1, (arg, p.stderr)

@@ -523,7 +523,7 @@ def test_torch_top_root_cause(env):
 
 def test_torch_guard_stop_names_the_root_cause(env):
     """A burst job (unified fake: its segments take host memory) stopped at
-    admission as the burst's growth crosses a floor 500 MiB below what is
+    admission as the burst's growth crosses a floor a GiB below what is
     available, seconds into its fragmentation: its stop line, its bundle's
     event.txt and --on-stop name the root cause, an episode of its life in
     words (the fragmentation since it began, the floor flat)."""
@@ -533,7 +533,7 @@ def test_torch_guard_stop_names_the_root_cause(env):
     shutil.rmtree(pm, ignore_errors=True)
     if os.path.exists(hook_out):
         os.unlink(hook_out)
-    floor = available() - 500 * MIB
+    floor = available() - 1024 * MIB
     g = env.popen([env.umtrace, "guard", "--torch", "--libcuda", env.fake, "--libc10", c10,
                    "--platform", "unified", "--no-pin", "--state-file", state,
                    "--floor", str(floor), "--low", str(floor + 64 * MIB), "--drop", "90%",
@@ -541,7 +541,9 @@ def test_torch_guard_stop_names_the_root_cause(env):
                    "--on-stop", f"env | grep ^UMTRACE_TORCH > {hook_out}.tmp && "
                                 f"mv {hook_out}.tmp {hook_out}"])
     wait_line(g.stderr, "guard: armed", 30)
-    p = env.popen([job, *BURST, "-o", "/dev/null"])
+    # Shapes growing 4% a step: reserved crosses a GiB halfway through the burst.
+    p = env.popen([job, "-m", "burst", "-g", "4", "-s", "120", "-w", "100", "-M", "16G",
+                   "-o", "/dev/null"])
     line = failed = ""
     try:
         line, _ = wait_line(g.stderr, "guard: stop pid=%d " % p.pid, 60)
@@ -556,7 +558,7 @@ def test_torch_guard_stop_names_the_root_cause(env):
         p.wait(timeout=30)
         g.send_signal(signal.SIGINT)
         err = g.communicate(timeout=60)[1]
-    assert not failed, failed + "\n" + err[-2000:]
+    assert not failed, f"{failed}\njob: {p.returncode} {p.stderr.read()[-600:]}\n{err[-2000:]}"
     cause = r'fragmentation \d+\.\ds-\d+\.\ds: reserved \+\S+, floor flat, unused [^"]+'
     m = re.search(r'torch_verdict=(\S+) torch_cause="(%s)" ' % cause, line)
     assert m and m.group(1) == "fragmentation", line

@@ -20,6 +20,7 @@
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
+#include "guard/policy.h"
 #include "guard/state.h"
 #include "lib/escape.h"
 #include "lib/sys.h"
@@ -60,6 +61,8 @@ struct top {
 	const char *state_file;		/* the guard's, for its column */
 	struct guard_status *guard;	/* read each refresh */
 	bool guard_alive;
+	const char *floor_arg;		/* --floor, as written (SIZE or N% of MemTotal) */
+	uint64_t floor;			/* resolved; 0: the running guard's, if any */
 };
 
 struct top_row {
@@ -101,7 +104,11 @@ void top_usage(FILE *f)
 "      --state-file PATH    the running guard's state file (default\n"
 "                           " GUARD_STATE_DEFAULT "): when a guard runs, a\n"
 "                           header line for it and a G column, T for a\n"
-"                           process it stopped, F for one it froze\n");
+"                           process it stopped, F for one it froze\n"
+"      --floor SIZE         when each process growing over the last minute\n"
+"                           would take MemAvailable down to SIZE (1536M, 2G,\n"
+"                           or 5%% of MemTotal) at its pace, alone; without\n"
+"                           it, the running guard's floor\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
 }
@@ -121,7 +128,7 @@ static int parse_sort(const char *s, enum top_sort *out)
 	return -EINVAL;
 }
 
-enum { OPT_ONCE = OPT_CLI__LAST };
+enum { OPT_ONCE = OPT_CLI__LAST, OPT_FLOOR };
 
 static int option(void *ctx, int opt, const char *arg)
 {
@@ -143,6 +150,33 @@ static int option(void *ctx, int opt, const char *arg)
 		}
 		t->state_file = arg;
 		return 0;
+	case OPT_FLOOR:
+		t->floor_arg = arg;
+		return 0;
+	}
+	return 0;
+}
+
+/* --floor against MemTotal, as the guard reads its own. */
+static int resolve_floor(struct top *t)
+{
+	struct meminfo m;
+	char err[256];
+
+	if (!t->floor_arg)
+		return 0;
+	if (meminfo__read(&m)) {
+		elog("cannot read /proc/meminfo");
+		return -EINVAL;
+	}
+	if (guard_policy__parse_threshold("--floor", t->floor_arg, m.total, &t->floor, err,
+					  sizeof(err))) {
+		elog("%s", err);
+		return -EINVAL;
+	}
+	if (!t->floor) {
+		elog("invalid --floor '%s': expected more than 0", t->floor_arg);
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -154,6 +188,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 		{ "once", no_argument, NULL, OPT_ONCE },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "state-file", required_argument, NULL, OPT_STATE_FILE },
+		{ "floor", required_argument, NULL, OPT_FLOOR },
 		{}
 	};
 	const struct cli c = {
@@ -168,7 +203,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 	err = cli__parse(&c, argc, argv);
 	if (err)
 		return err;
-	if (cli__no_operands("top", argc, argv))
+	if (cli__no_operands("top", argc, argv) || resolve_floor(t))
 		return -EINVAL;
 	if (t->once || !isatty(STDOUT_FILENO))
 		t->batch = true;
@@ -474,6 +509,40 @@ static void put_comm(FILE *f, const char *comm)
 	fprintf(f, "%s%*s", e, COMM_COLS - cols, "");
 }
 
+/*
+ * Each shown process whose host hold grew over the last minute: when, at
+ * that pace and alone, MemAvailable reaches the floor (--floor, or the
+ * running guard's). Nothing for a process that does not grow.
+ */
+static void floor_rows(const struct top *t, const struct top_row *rows, size_t n, FILE *f)
+{
+	uint64_t floor = t->floor ? t->floor : t->guard_alive ? t->guard->floor : 0;
+	char a[16], b[16], c[16];
+	struct meminfo m;
+	double left;
+	size_t i;
+	bool said = false;
+
+	if (!floor || meminfo__read(&m))
+		return;
+	left = (double)m.available - (double)floor;
+	for (i = 0; i < n && i < MAX_ROWS; i++) {
+		if (!rows[i].growth_known || rows[i].growth_per_h <= 0)
+			continue;
+		if (!said)
+			fprintf(f, "\nfloor %s (%s): MemAvailable %s\n", fmt_bytes(floor, a, sizeof(a)),
+				t->floor ? "--floor" : "the guard's",
+				fmt_bytes(m.available, b, sizeof(b)));
+		said = true;
+		fprintf(f, "%-7u ", rows[i].p.pid);
+		put_comm(f, rows[i].p.comm);
+		fprintf(f, " the floor in about %s at +%s/h\n",
+			fmt_seconds(left > 0 ? (uint64_t)(left / rows[i].growth_per_h * 3600) : 0,
+				    a, sizeof(a)),
+			fmt_bytes((uint64_t)rows[i].growth_per_h, c, sizeof(c)));
+	}
+}
+
 static void render(struct top *t, FILE *f)
 {
 	char b[5][16];
@@ -516,6 +585,7 @@ static void render(struct top *t, FILE *f)
 			fprintf(f, " %c", guard_mark(t, rows[i].p.pid));
 		fputc('\n', f);
 	}
+	floor_rows(t, rows, n, f);
 	kthread_rows(t, f);
 	if (t->batch)
 		fputc('\n', f);
