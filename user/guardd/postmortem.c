@@ -323,6 +323,20 @@ static void close_inherited(void)
 		close(fd);
 }
 
+/* A child for what may block (a disk, a hook): 0 in it, its pid here, -1 said. */
+static pid_t child_for(const char *what)
+{
+	pid_t child = fork();
+
+	if (child < 0) {
+		wlog("guard: cannot %s: %s", what, strerror(errno));
+		return -1;
+	}
+	if (!child)
+		close_inherited();
+	return child;
+}
+
 /*
  * The post-mortem bundle and --on-stop, in a child of their own: a
  * snapshot of the guard's memory as the stop found it, written at the
@@ -332,18 +346,11 @@ static void close_inherited(void)
 static void aftermath(struct guard_postmortem *pm, const struct guard_stop *s)
 {
 	char bundle[4096] = "";
-	pid_t child;
 
 	if (!pm->dir && !pm->on_stop)
 		return;
-	child = fork();
-	if (child < 0) {
-		wlog("guard: cannot write the post-mortem or run --on-stop: %s", strerror(errno));
+	if (child_for("write the post-mortem or run --on-stop"))
 		return;
-	}
-	if (child)
-		return;
-	close_inherited();
 	if (pm->dir && write_bundle(pm, s, bundle, sizeof(bundle)))
 		bundle[0] = '\0';
 	if (pm->on_stop)
@@ -359,14 +366,6 @@ void postmortem__stop(struct guard_postmortem *pm, const struct guard_stop *s)
 
 void postmortem__hook(const char *cmd, const struct guard_stop *s)
 {
-	pid_t child = fork();
-
-	if (child < 0) {
-		wlog("guard: cannot run --on-warn: %s", strerror(errno));
-		return;
-	}
-	if (child)
-		return;
-	close_inherited();
-	guard_stop__exec_hook(s, cmd, "");
+	if (!child_for("run --on-warn"))
+		guard_stop__exec_hook(s, cmd, "");
 }
