@@ -1163,8 +1163,8 @@ def test_guard_starts_with_stderr_full(env):
     """stderr full before the guard's first line (a stuck journald, a
     reader that stopped): it arms all the same, writes its state file and
     samples; its lines wait in its queue, and once stderr is read again
-    they come, with how many were dropped. -v makes many lines before it
-    is armed (the verifier's, the loader's)."""
+    they come, with how many were dropped. -vv makes many lines before it
+    is armed (libbpf's debug log: the verifier's, the loader's)."""
     import fcntl
     import threading
     rd, wr = os.pipe()
@@ -1180,7 +1180,7 @@ def test_guard_starts_with_stderr_full(env):
     state = env.tmpfile("stuck.state")
     if os.path.exists(state):
         os.unlink(state)
-    p = subprocess.Popen([env.umtrace, "guard", "-v", "--libcuda", env.fake, "--no-pin",
+    p = subprocess.Popen([env.umtrace, "guard", "-vv", "--libcuda", env.fake, "--no-pin",
                           "--state-file", state, "--floor", "256M"],
                          stdout=subprocess.DEVNULL, stderr=wr)
     os.close(wr)

@@ -127,3 +127,38 @@ def test_report_kernel_thread_pages(env):
     assert rows, p.stdout[-2000:]
     tied = sum(o["host_bytes"] for o in rows if o["for_pid"] == pid)
     assert abs(tied - huge) <= 2 * MIB, f"tied {tied >> 20} MiB, smaps {huge >> 20} MiB: {rows}"
+
+
+def test_report_time_to_floor(env):
+    """--floor: a job taking 32 MiB every 250 ms, reported on for 4 s: at the
+    pace its hold grew over the report and alone, when MemAvailable reaches
+    the floor (text and --json); a job that holds nothing gets no line."""
+    import os
+    import re
+    mib = 1 << 20
+    with open("/proc/meminfo") as f:
+        avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+    floor = avail - 8192 * mib
+    job = env.popen([env.alloc_mix, "-n", "60", "-s", "32M", "-a", "alloc", "-k", "-w", "30000",
+                     "-o", "/dev/null"], env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
+    try:
+        outs = [subprocess.run([env.umtrace, "report", *json_arg, "-p", str(job.pid), "-d", "4s",
+                                "--floor", str(floor), "--libcuda", env.fake],
+                               capture_output=True, text=True, timeout=120)
+                for json_arg in ([], ["--json"])]
+    finally:
+        job.kill()
+        job.wait(timeout=30)
+    text, js = outs
+    assert text.returncode == 0 and js.returncode == 0, text.stderr + js.stderr
+    m = re.search(r"^  pid %d \(alloc_mix\): the floor in about (\d+) (s|min) at \+(\S+)/h$"
+                  % job.pid, text.stdout, re.M)
+    assert m and re.search(r"^floor \S+ \(--floor\): MemAvailable \S+ now$", text.stdout,
+                           re.M), text.stdout[-1500:]
+    ev = [json.loads(l) for l in js.stdout.splitlines() if '"time_to_floor"' in l]
+    assert len(ev) == 1 and ev[0]["pid"] == job.pid and ev[0]["floor"] == floor, ev
+    per_s = ev[0]["bytes_per_hour"] / 3600
+    assert 64 * mib < per_s < 200 * mib, ev	# 128 MiB/s, less on a busy host
+    left = ev[0]["mem_available"] - floor
+    assert abs(ev[0]["seconds"] - left / per_s) < 1, ev
+    print(f"    +{per_s / mib:.0f} MiB/s: the floor in about {ev[0]['seconds']:.0f} s")

@@ -3,6 +3,8 @@
 #include <string.h>
 #include "cmd/cli.h"
 #include "lib/log.h"
+#include "guard/policy.h"
+#include "lib/meminfo.h"
 #include "lib/units.h"
 
 #define MIN_INTERVAL_MS	100
@@ -189,6 +191,22 @@ int cli__interval(const char *arg, uint64_t *ms)
 {
 	if (parse_duration_ms(arg, ms) || *ms < MIN_INTERVAL_MS || *ms > MAX_INTERVAL_MS) {
 		elog("invalid --interval '%s': expected 100ms to 1h", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int cli__floor(const char *arg, uint64_t *bytes)
+{
+	struct meminfo m;
+	char err[256];
+
+	if (meminfo__read(&m)) {
+		elog("cannot read /proc/meminfo");
+		return -EINVAL;
+	}
+	if (guard_policy__parse_threshold("--floor", arg, m.total, bytes, err, sizeof(err))) {
+		elog("%s", err);
 		return -EINVAL;
 	}
 	return 0;

@@ -75,6 +75,8 @@ int cli__exit(struct attach_opts *ao, int err);
 int cli__duration(const char *arg, uint64_t *ms);
 /* --interval: 100ms to 1h. */
 int cli__interval(const char *arg, uint64_t *ms);
+/* --floor SIZE or N% of MemTotal, as the guard takes its own: more than 0. */
+int cli__floor(const char *arg, uint64_t *bytes);
 /* --stack fp|dwarf|auto. */
 int cli__stack(const char *arg, enum stack_mode *mode);
 

@@ -20,6 +20,7 @@
 #include "export/torch_out.h"
 #include "lib/escape.h"
 #include "lib/log.h"
+#include "lib/meminfo.h"
 #include "lib/sys.h"
 #include "lib/units.h"
 #include "model/callsites.h"
@@ -37,6 +38,7 @@
 struct rec_seen {
 	uint64_t samples;
 	uint64_t min_available;
+	uint64_t last_available;		/* MemAvailable at its last sample */
 	uint32_t max_psi_some;		/* hundredths of a percent */
 	struct rec_stop *stops;
 	size_t n_stops;
@@ -55,7 +57,17 @@ struct report {
 	enum stack_mode stack;
 	struct callstack cs;
 	struct rec_seen rec;
+	uint64_t floor;			/* --floor; 0: none */
 };
+
+enum { OPT_FLOOR = OPT_CLI__LAST };
+
+static int option(void *ctx, int opt, const char *arg)
+{
+	struct report *rp = ctx;
+
+	return opt == OPT_FLOOR ? cli__floor(arg, &rp->floor) : 0;
+}
 
 void report_usage(FILE *f)
 {
@@ -87,7 +99,12 @@ void report_usage(FILE *f)
 "                           each call with the binaries' call frame\n"
 "                           information: also through code built without\n"
 "                           frame pointers; fp where that finds nothing), or\n"
-"                           auto (default: dwarf where it finds more frames)\n");
+"                           auto (default: dwarf where it finds more frames)\n"
+"      --floor SIZE         and for each process whose GPU allocations hold\n"
+"                           host memory at the end: when, at the pace that\n"
+"                           grew over the report and alone, MemAvailable (now,\n"
+"                           or a recording's last sample) reaches SIZE (1536M,\n"
+"                           2G, or 5%% of MemTotal)\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
 }
@@ -139,10 +156,14 @@ static int operands(struct report *rp, int argc, char **argv)
 
 static int parse_args(struct report *rp, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "floor", required_argument, NULL, OPT_FLOOR },
+		{}
+	};
 	const struct cli c = {
 		.name = "report", .in_order = true, .ao = &rp->ao, .json = &rp->json,
 		.duration_ms = &rp->duration_ms, .stack = &rp->stack, .usage = report_usage,
-		.seen = seen, .ctx = rp,
+		.longopts = opts, .option = option, .seen = seen, .ctx = rp,
 	};
 	int err;
 
@@ -386,6 +407,82 @@ static void print_totals_text(const struct report *rp)
 	export_torch_text(&rp->view.torch, &rp->view.sites, stdout);
 }
 
+/* MemAvailable the floor is measured from: now, or a recording's last sample. */
+static bool floor_available(const struct report *rp, uint64_t *avail)
+{
+	struct meminfo m;
+
+	if (rp->file) {
+		*avail = rp->rec.last_available;
+		return rp->rec.samples;
+	}
+	if (meminfo__read(&m))
+		return false;
+	*avail = m.available;
+	return true;
+}
+
+static void print_eta_json(const struct summary_proc *p, uint64_t floor, uint64_t avail,
+			   double per_h, double eta_s)
+{
+	struct jsonw w;
+
+	jsonw__open(&w, stdout);
+	jsonw__str(&w, "event", "time_to_floor");
+	jsonw__u64(&w, "pid", p->pid);
+	jsonw__str(&w, "comm", p->comm);
+	jsonw__u64(&w, "floor", floor);
+	jsonw__u64(&w, "mem_available", avail);
+	jsonw__float(&w, "bytes_per_hour", 0, per_h);
+	jsonw__float(&w, "seconds", 0, eta_s);
+	jsonw__close(&w);
+}
+
+/*
+ * --floor: each process whose allocations hold host memory at the end,
+ * at the pace that hold grew over the report (from nothing at its first
+ * call), alone: when MemAvailable reaches the floor.
+ */
+static void print_floor(const struct report *rp, uint64_t span_ns)
+{
+	const struct summary *sm = &rp->view.summary;
+	char a[16], b[16], comm[ESC_TERM_LEN(TASK_COMM_LEN)];
+	struct summary_proc *v;
+	uint64_t avail;
+	double per_h, eta;
+	size_t i, n;
+
+	if (!rp->floor)
+		return;
+	if (!floor_available(rp, &avail)) {
+		if (!rp->json)
+			printf("floor %s: no MemAvailable to measure it from\n",
+			       fmt_bytes(rp->floor, a, sizeof(a)));
+		return;
+	}
+	v = summary__procs(sm, &n);
+	if (!v)
+		return;
+	if (!rp->json)
+		printf("floor %s (--floor): MemAvailable %s %s\n", fmt_bytes(rp->floor, a, sizeof(a)),
+		       fmt_bytes(avail, b, sizeof(b)), rp->file ? "at the recording's end" : "now");
+	for (i = 0; i < n; i++) {
+		per_h = per_hour(summary__proc_holds(sm, &v[i]), span_ns);
+		if (v[i].exited || per_h <= 0)
+			continue;
+		eta = avail > rp->floor ? (double)(avail - rp->floor) / per_h * 3600 : 0;
+		if (rp->json) {
+			print_eta_json(&v[i], rp->floor, avail, per_h, eta);
+			continue;
+		}
+		printf("  pid %u (%s): the floor in about %s at +%s/h\n", v[i].pid,
+		       esc__term(v[i].comm, comm, sizeof(comm)),
+		       fmt_seconds((uint64_t)eta, a, sizeof(a)),
+		       fmt_bytes((uint64_t)per_h, b, sizeof(b)));
+	}
+	free(v);
+}
+
 static void print_report(struct report *rp)
 {
 	struct callsite **v = callsites__sorted(&rp->view.sites);
@@ -406,9 +503,11 @@ static void print_report(struct report *rp)
 	}
 	if (rp->json) {
 		export_torch_json(&rp->view.torch, &rp->view.sites, stdout);
+		print_floor(rp, span);
 		print_totals_json(rp);
 	} else {
 		print_totals_text(rp);
+		print_floor(rp, span);
 	}
 	fflush(stdout);
 	free(v);
@@ -426,6 +525,7 @@ static void file_sample(void *ctx, struct replay_view *v, const struct rec_sampl
 		rp->rec.min_available = s->mem_available;
 	if (s->psi_some_avg10 > rp->rec.max_psi_some)
 		rp->rec.max_psi_some = s->psi_some_avg10;
+	rp->rec.last_available = s->mem_available;
 	rp->rec.samples++;
 }
 

@@ -20,7 +20,6 @@
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
 #include "export/torch_out.h"
-#include "guard/policy.h"
 #include "guard/state.h"
 #include "lib/escape.h"
 #include "lib/sys.h"
@@ -160,25 +159,7 @@ static int option(void *ctx, int opt, const char *arg)
 /* --floor against MemTotal, as the guard reads its own. */
 static int resolve_floor(struct top *t)
 {
-	struct meminfo m;
-	char err[256];
-
-	if (!t->floor_arg)
-		return 0;
-	if (meminfo__read(&m)) {
-		elog("cannot read /proc/meminfo");
-		return -EINVAL;
-	}
-	if (guard_policy__parse_threshold("--floor", t->floor_arg, m.total, &t->floor, err,
-					  sizeof(err))) {
-		elog("%s", err);
-		return -EINVAL;
-	}
-	if (!t->floor) {
-		elog("invalid --floor '%s': expected more than 0", t->floor_arg);
-		return -EINVAL;
-	}
-	return 0;
+	return t->floor_arg ? cli__floor(t->floor_arg, &t->floor) : 0;
 }
 
 static int parse_args(struct top *t, int argc, char **argv)
