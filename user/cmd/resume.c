@@ -167,11 +167,9 @@ int cmd_resume(int argc, char **argv)
 	err = parse_args(&a, argc, argv);
 	if (err)
 		return cli__exit(NULL, err);
-	st = malloc(sizeof(*st));
-	if (!st) {
-		elog("out of memory");
+	st = guard_state__new();
+	if (!st)
 		return 1;
-	}
 	/* Without a state file single PIDs can still be continued. */
 	have_state = a.all ? !guard_state__load(a.path, st) : !guard_state__read(a.path, st);
 	if (a.all && !have_state) {

@@ -166,14 +166,20 @@ static void print_text(const struct guard_status *st, bool alive)
 		print_stopped(&st->stopped[i], now);
 }
 
-static void print_json_stopped(struct jsonw *w, const struct guard_stopped *s)
+/* A process the guard acted on: its object opened, with who and since when. */
+static void json_job(struct jsonw *w, uint32_t pid, const char *comm, int64_t since)
 {
 	jsonw__object(w, NULL);
-	jsonw__u64(w, "pid", s->pid);
-	jsonw__str(w, "comm", s->comm);
+	jsonw__u64(w, "pid", pid);
+	jsonw__str(w, "comm", comm);
+	jsonw__i64(w, "since", since);
+}
+
+static void print_json_stopped(struct jsonw *w, const struct guard_stopped *s)
+{
+	json_job(w, s->pid, s->comm, s->when);
 	jsonw__str(w, "action", s->action);
 	jsonw__str(w, "reason", s->reason);
-	jsonw__i64(w, "since", s->when);
 	jsonw__str(w, "cgroup", s->cgroup);
 	jsonw__bool(w, "still_stopped", guard_state__still_held(s));
 	jsonw__object_end(w);
@@ -181,10 +187,7 @@ static void print_json_stopped(struct jsonw *w, const struct guard_stopped *s)
 
 static void print_json_warned(struct jsonw *w, const struct guard_warned *x)
 {
-	jsonw__object(w, NULL);
-	jsonw__u64(w, "pid", x->pid);
-	jsonw__str(w, "comm", x->comm);
-	jsonw__i64(w, "since", x->when);
+	json_job(w, x->pid, x->comm, x->when);
 	jsonw__u64(w, "seconds_to_floor", x->eta);
 	jsonw__str(w, "signal", strcmp(x->signal, "-") ? x->signal : "");
 	jsonw__object_end(w);
@@ -267,11 +270,9 @@ int cmd_status(int argc, char **argv)
 	err = parse_args(&path, &json, argc, argv);
 	if (err)
 		return cli__exit(NULL, err);
-	st = malloc(sizeof(*st));
-	if (!st) {
-		elog("out of memory");
+	st = guard_state__new();
+	if (!st)
 		return 1;
-	}
 	if (guard_state__load(path, st)) {
 		free(st);
 		return 1;

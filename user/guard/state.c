@@ -75,6 +75,15 @@ static void write_body(FILE *f, const struct guard_status *st)
 		write_warned(f, &st->warned[i]);
 }
 
+struct guard_status *guard_state__new(void)
+{
+	struct guard_status *st = malloc(sizeof(*st));
+
+	if (!st)
+		elog("out of memory");
+	return st;
+}
+
 char *guard_state__format(const struct guard_status *st, size_t *len)
 {
 	char *buf = NULL;

@@ -74,6 +74,8 @@ struct guard_status {
 	struct guard_warned warned[GUARD_STATE_MAX_WARNED];
 };
 
+/* A status to read into (150 KiB: not for the stack), or NULL, said. */
+struct guard_status *guard_state__new(void);
 /* The file's text (the caller frees it), or NULL with errno set. */
 char *guard_state__format(const struct guard_status *st, size_t *len);
 /* 0, -ENOENT (no guard has run), -EINVAL (not a state file), -errno. */

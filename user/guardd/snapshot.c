@@ -73,25 +73,35 @@ static void snapshot_slide(struct guard *g, struct guard_status *st)
 	st->seconds_to_floor = (uint64_t)trend__seconds_to(headroom, rate);
 }
 
-static void snapshot_warned(struct guard_proc **all, size_t n, int sig,
-			    struct guard_status *st)
+static void add_warned(const struct guard_proc *p, int sig, struct guard_status *st)
 {
-	size_t i;
+	struct guard_warned *w;
 
-	for (i = 0; i < n && st->n_warned < GUARD_STATE_MAX_WARNED; i++) {
-		struct guard_proc *p = all[i];
-		struct guard_warned *w;
+	if (st->n_warned >= GUARD_STATE_MAX_WARNED)
+		return;
+	w = &st->warned[st->n_warned++];
+	w->pid = p->pid;
+	w->when = p->warned_at;
+	w->eta = p->warned_eta;
+	snprintf(w->signal, sizeof(w->signal), "%s",
+		 p->warned_signal ? guard_config__signal_name(sig) : "-");
+	snprintf(w->comm, sizeof(w->comm), "%s", p->comm);
+}
 
-		if (!p->warned)
-			continue;
-		w = &st->warned[st->n_warned++];
-		w->pid = p->pid;
-		w->when = p->warned_at;
-		w->eta = p->warned_eta;
-		snprintf(w->signal, sizeof(w->signal), "%s",
-			 p->warned_signal ? guard_config__signal_name(sig) : "-");
-		snprintf(w->comm, sizeof(w->comm), "%s", p->comm);
-	}
+static void add_stopped(const struct guard_proc *p, enum guard_act action,
+			struct guard_status *st)
+{
+	struct guard_stopped *s;
+
+	if (st->n_stopped >= GUARD_STATE_MAX_STOPPED)
+		return;
+	s = &st->stopped[st->n_stopped++];
+	s->pid = p->pid;
+	snprintf(s->action, sizeof(s->action), "%s", p->dry ? "dry-run" : guard_act__name(action));
+	snprintf(s->reason, sizeof(s->reason), "%s", guard_reason__name(p->reason));
+	s->when = p->when;
+	snprintf(s->cgroup, sizeof(s->cgroup), "%s", p->cgroup);
+	snprintf(s->comm, sizeof(s->comm), "%s", p->comm);
 }
 
 static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
@@ -132,21 +142,11 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	snapshot_slide(g, st);
 	st->warn_eta = o->warn_eta_ms / 1000;
 	st->warnings = g->warnings;
-	snapshot_warned(all, n, o->warn_signal, st);
-	for (i = 0; i < n && st->n_stopped < GUARD_STATE_MAX_STOPPED; i++) {
-		struct guard_proc *p = all[i];
-		struct guard_stopped *s;
-
-		if (!p->stopped)
-			continue;
-		s = &st->stopped[st->n_stopped++];
-		s->pid = p->pid;
-		snprintf(s->action, sizeof(s->action), "%s",
-			 p->dry ? "dry-run" : guard_act__name(o->action));
-		snprintf(s->reason, sizeof(s->reason), "%s", guard_reason__name(p->reason));
-		s->when = p->when;
-		snprintf(s->cgroup, sizeof(s->cgroup), "%s", p->cgroup);
-		snprintf(s->comm, sizeof(s->comm), "%s", p->comm);
+	for (i = 0; i < n; i++) {
+		if (all[i]->stopped)
+			add_stopped(all[i], o->action, st);
+		if (all[i]->warned)
+			add_warned(all[i], o->warn_signal, st);
 	}
 }
 
