@@ -96,14 +96,10 @@ extern struct umt_guard_state guard_state;
  * Who is never stopped (user/guardd/protect.c fills these; guard.bpf.c's
  * guard_protected_id decides): names, executables and uids in one map,
  * cgroups in a list (guard_state.protect_cgroups), each a test of the
- * current task's ancestry.
+ * current task's ancestry. A key is there or not: its value is unused.
  */
-struct guard_protect_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, UMT_GUARD_MAX_PROTECT);
-	__type(key, struct umt_protect_key);
-	__type(value, __u8);		/* unused: a key is there or not */
-};
+UMT_MAP_TYPE(guard_protect, BPF_MAP_TYPE_HASH, UMT_GUARD_MAX_PROTECT, struct umt_protect_key,
+	     __u8);
 extern struct guard_protect_map guard_protect SEC(".maps");
 
 /*
@@ -113,33 +109,18 @@ extern struct guard_protect_map guard_protect SEC(".maps");
 extern int guard_protected_id(void);
 
 /* Last stop sent per process (tgid -> ktime). */
-struct guard_sent_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u64);
-};
+UMT_MAP_TYPE(guard_sent, BPF_MAP_TYPE_LRU_HASH, 4096, __u32, __u64);
 extern struct guard_sent_map guard_sent SEC(".maps");
 
 /* --scope pid:/comm: (user space keeps the list). */
-struct guard_scope_pids_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, __u8);
-};
+UMT_MAP_TYPE(guard_scope_pids, BPF_MAP_TYPE_HASH, 8192, __u32, __u8);
 extern struct guard_scope_pids_map guard_scope_pids SEC(".maps");
 
 /*
  * --scope comm: a verdict per process name. LRU: a name evicted is only
  * asked about again.
  */
-struct guard_scope_comms_map {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct umt_comm_key);
-	__type(value, __u8);
-};
+UMT_MAP_TYPE(guard_scope_comms, BPF_MAP_TYPE_LRU_HASH, 4096, struct umt_comm_key, __u8);
 extern struct guard_scope_comms_map guard_scope_comms SEC(".maps");
 
 /* --scope cgroup: slot 0 holds the cgroup. */

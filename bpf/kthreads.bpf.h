@@ -18,12 +18,8 @@ extern const volatile bool count_kthreads;
 
 extern __u64 kthread_rows_full;	/* pages not counted: the map was full */
 
-struct kthread_pages_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct umt_kthread_key);
-	__type(value, struct umt_kthread_pages);
-};
+UMT_MAP_TYPE(kthread_pages, BPF_MAP_TYPE_HASH, 4096, struct umt_kthread_key,
+	     struct umt_kthread_pages);
 extern struct kthread_pages_map kthread_pages SEC(".maps");
 
 /* Pages the thread took since it last named a process. */

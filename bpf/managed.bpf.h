@@ -37,20 +37,12 @@ struct managed_chunk {
  * Plain hashes: an LRU hash may evict entries long before it is full (its
  * free lists are per CPU), which lost whole chunks of ranges here.
  */
-struct managed_chunks_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct umt_managed_key);
-	__type(value, struct managed_chunk);
-};
+UMT_MAP_TYPE(managed_chunks, BPF_MAP_TYPE_HASH, 65536, struct umt_managed_key,
+	     struct managed_chunk);
 extern struct managed_chunks_map managed_chunks SEC(".maps");
 
-struct managed_allocs_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct umt_managed_key);
-	__type(value, struct umt_managed_alloc);
-};
+UMT_MAP_TYPE(managed_allocs, BPF_MAP_TYPE_HASH, 16384, struct umt_managed_key,
+	     struct umt_managed_alloc);
 extern struct managed_allocs_map managed_allocs SEC(".maps");
 
 /* How many allocations are live, faults pending (umtrace.h). */

@@ -67,25 +67,28 @@ struct events_map {
 };
 extern struct events_map events SEC(".maps");
 
+/*
+ * A hash map's type, declared once in the header of its part for the
+ * program that defines it (NAME SEC(".maps"), in its .bpf.c) and those
+ * that use it.
+ */
+#define UMT_MAP_TYPE(name, map_type, max, key_t, value_t)	\
+	struct name##_map {					\
+		__uint(type, map_type);				\
+		__uint(max_entries, max);			\
+		__type(key, key_t);				\
+		__type(value, value_t);				\
+	}
+
 /* Processes in scope when trace_conf.filter_pids is set (tgid -> 1). */
-struct traced_pids_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, __u32);
-	__type(value, __u8);
-};
+UMT_MAP_TYPE(traced_pids, BPF_MAP_TYPE_HASH, 8192, __u32, __u8);
 extern struct traced_pids_map traced_pids SEC(".maps");
 
 /*
  * Processes that made a GPU call: their exit is reported, and with
  * count_outside the host pages they take and free outside GPU calls.
  */
-struct gpu_procs_map {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct umt_gpu_proc);
-};
+UMT_MAP_TYPE(gpu_procs, BPF_MAP_TYPE_HASH, 16384, __u32, struct umt_gpu_proc);
 extern struct gpu_procs_map gpu_procs SEC(".maps");
 
 static __always_inline bool pid_in_scope(__u32 tgid)
