@@ -3,10 +3,10 @@
 # Usage: scripts/install-deps.sh [--test] [--cross] [--bench]
 #   (none)   what `make`, `make demo`, `make static`, `make install` need.
 #   --test   also what `make test` and `make vmtest` read the tool's output
-#            with: Prometheus, node_exporter and Alertmanager (their services
-#            left stopped and disabled), Chromium, xmllint, protoc, sshd,
-#            stress-ng, lintian, qemu, Node.js and the npm package
-#            kubernetes-models (global).
+#            with: Prometheus, node_exporter and Alertmanager, Slurm
+#            (slurmctld, slurmd) and MUNGE (their services left stopped and
+#            disabled), Chromium, xmllint, protoc, sshd, stress-ng, lintian,
+#            qemu, Node.js and the npm package kubernetes-models (global).
 #   --cross  also install what a static arm64 cross-build needs.
 #   --bench  also install the tools `make bench` compares umtrace with.
 # Safe to rerun: apt-get skips what is installed, the arch is added once.
@@ -53,6 +53,11 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 # (Debian's policy-rc.d, where present, keeps the package from starting it).
 # lintian, python3-yaml: test_install.py, test_deploy.py.
 # qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
+# munge, slurmctld, slurmd, slurm-client (slurm-wlm's parts, 22.05 on
+# bookworm): the one-node Slurm of tests/integration/test_slurm.py, which
+# starts its own munged, slurmctld and slurmd; their services are kept from
+# running here like Prometheus's.
+SLURM_PKGS=(munge slurmctld slurmd slurm-client)
 PROM_PKGS=(prometheus prometheus-node-exporter prometheus-alertmanager)
 TEST_PKGS=(chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
 	stress-ng openssh-server lintian python3-yaml
@@ -104,11 +109,15 @@ quiet_install() {
 		rm -f /usr/sbin/policy-rc.d
 		trap - EXIT
 	fi
+	# Every service a new package ships (munge's is munge.service,
+	# slurm-client's none).
 	for pkg in "${new[@]}"; do
-		if command -v systemctl >/dev/null && [ -e "/lib/systemd/system/$pkg.service" ]; then
-			stage "disabling the $pkg service (the tests run their own)"
-			systemctl --quiet disable "$pkg.service" 2>/dev/null || true
-		fi
+		command -v systemctl >/dev/null || break
+		for unit in $(dpkg -L "$pkg" 2>/dev/null |
+			sed -n 's|^/\(usr/\)\{0,1\}lib/systemd/system/\([^/]*\.service\)$|\2|p'); do
+			stage "disabling $unit (the tests run their own)"
+			systemctl --quiet disable "$unit" 2>/dev/null || true
+		done
 	done
 }
 
@@ -117,6 +126,8 @@ if [ "$TEST" = 1 ]; then
 	"${APT_INSTALL[@]}" "${TEST_PKGS[@]}" >/dev/null
 	stage "installing Prometheus, node_exporter and Alertmanager (services off)"
 	quiet_install "${PROM_PKGS[@]}"
+	stage "installing Slurm and MUNGE (services off)"
+	quiet_install "${SLURM_PKGS[@]}"
 
 	# The Kubernetes manifest's schema check (test_deploy.py): the API's
 	# schemas as kubernetes-models ships them, compiled, for offline
