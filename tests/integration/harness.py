@@ -84,6 +84,18 @@ def readline(stream, timeout=30, what="a line"):
             return buf.decode(errors="replace")
 
 
+def interrupt(p, timeout=30):
+    """SIGINT to a daemon the test started (its clean exit), SIGKILL if it
+    has not gone after timeout seconds: it never outlives its test."""
+    if p is None or p.poll() is not None:
+        return
+    p.send_signal(signal.SIGINT)
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+
+
 def wait_line(stream, needle, timeout=30, what=None):
     """Read lines until one holds needle; returns (that line, every line
     read, joined). The pipe's end or the deadline is an AssertionError."""

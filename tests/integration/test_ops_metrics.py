@@ -46,7 +46,7 @@ import time
 import urllib.parse
 import urllib.request
 
-from harness import Skip
+from harness import Skip, interrupt
 from test_guard import GIB, MIB, Guard, ballast, resume_until_done, usable, wait_stopped, \
     wait_told
 
@@ -431,12 +431,7 @@ def test_ops_metrics_pipeline(env):
         assert all(x.startswith(f"umtrace guard stopped a job on {here} (") for x in summaries) \
             and summaries, summaries
     finally:
-        if g is not None and g.p.poll() is None:
-            g.p.send_signal(signal.SIGINT)
-            try:
-                g.p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                g.p.kill()
+        interrupt(g.p if g is not None else None)
         stack.stop()
         hook.close()
         shutil.rmtree(top, ignore_errors=True)

@@ -52,7 +52,7 @@ import socket
 import subprocess
 import time
 
-from harness import Skip
+from harness import Skip, interrupt
 from test_guard import GIB, MIB, Guard, ballast, state_of, usable, wait_stopped, wait_told
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -440,12 +440,7 @@ def test_slurm_job_suspended_and_resumed(env):
         assert f"umtrace-slurm-suspend: job {job} suspended (pid {pid}, reason " in err, \
             err[-1500:]
     finally:
-        if g is not None and g.p.poll() is None:
-            g.p.send_signal(signal.SIGINT)
-            try:
-                g.p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                g.p.kill()
+        interrupt(g.p if g is not None else None)
         if ball is not None and ball.poll() is None:
             ball.kill()
         slurm.stop([pid] if pid and comm_of(pid) == "alloc_mix" else [])

@@ -181,21 +181,17 @@ def parse_top(text):
     return snaps
 
 
-def test_torch_no_verdict_in_warmup(env):
-    """A job whose reserved races up from its first step: top shows it in
-    warm-up for its first 2 s (never fragmentation), then fragmentation.
-    Each snapshot is placed in time by when top printed it."""
-    c10, job = paths(env)
-    top = env.popen([env.umtrace, "top", "-b", "-i", "250ms", "--libcuda", env.fake,
-                     "--libc10", c10], env=DISCRETE)
-    wait_line(top.stderr, "probing PyTorch", 30)
+
+def top_while(env, top, argv, timeout=60):
+    """Run a job (discrete fake) beside a running `top -b`, reading its
+    snapshots as they come; then stop top. The job and [(seconds since the
+    job started, snapshot)] and all top printed."""
     fd = top.stdout.fileno()
     os.set_blocking(fd, False)
     t0 = time.monotonic()
-    p = env.popen([job, "-m", "fragment", "-g", "3", "-s", "60", "-w", "100", "-M", "16G",
-                   "-o", "/dev/null"], env=DISCRETE)
+    p = env.popen(argv, env=DISCRETE)
     seen, text = [], b""
-    while p.poll() is None and time.monotonic() - t0 < 60:
+    while p.poll() is None and time.monotonic() - t0 < timeout:
         time.sleep(0.05)
         try:
             chunk = os.read(fd, 65536)
@@ -207,6 +203,19 @@ def test_torch_no_verdict_in_warmup(env):
             seen.append((now, snap))
     top.send_signal(signal.SIGINT)
     top.communicate(timeout=30)
+    return p, seen, text.decode(errors="replace")
+
+
+def test_torch_no_verdict_in_warmup(env):
+    """A job whose reserved races up from its first step: top shows it in
+    warm-up for its first 2 s (never fragmentation), then fragmentation.
+    Each snapshot is placed in time by when top printed it."""
+    c10, job = paths(env)
+    top = env.popen([env.umtrace, "top", "-b", "-i", "250ms", "--libcuda", env.fake,
+                     "--libc10", c10], env=DISCRETE)
+    wait_line(top.stderr, "probing PyTorch", 30)
+    p, seen, _ = top_while(env, top, [job, "-m", "fragment", "-g", "3", "-s", "60", "-w", "100",
+                                      "-M", "16G", "-o", "/dev/null"])
     assert p.returncode == 0, p.stderr.read()
     verdicts = [(t, s[p.pid]["verdict"]) for t, s in seen if p.pid in s]
     assert verdicts, seen[-3:]
@@ -490,23 +499,7 @@ def test_torch_top_root_cause(env):
     top = env.popen([env.umtrace, "top", "-b", "-i", "500ms", "--libcuda", env.fake,
                      "--libc10", c10], env=DISCRETE)
     wait_line(top.stderr, "probing PyTorch", 30)
-    fd = top.stdout.fileno()
-    os.set_blocking(fd, False)
-    t0 = time.monotonic()
-    p = env.popen([job, *BURST, "-o", "/dev/null"], env=DISCRETE)
-    seen, text = [], b""
-    while p.poll() is None and time.monotonic() - t0 < 60:
-        time.sleep(0.05)
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            continue
-        text += chunk
-        now = time.monotonic() - t0
-        for snap in parse_top(text.decode(errors="replace"))[len(seen):]:
-            seen.append((now, snap))
-    top.send_signal(signal.SIGINT)
-    top.communicate(timeout=30)
+    p, seen, text = top_while(env, top, [job, *BURST, "-o", "/dev/null"])
     assert p.returncode == 0, p.stderr.read()
     rows = [(t, s[p.pid]) for t, s in seen if p.pid in s]
     late = [(t, r) for t, r in rows if t >= 10.0]
@@ -515,7 +508,7 @@ def test_torch_top_root_cause(env):
         cell = r["line"][r["line"].index(r["verdict"]):].rstrip()
         m = re.fullmatch(r"fragmentation (\d+)s", cell)
         assert m and t - 9.0 <= int(m.group(1)) + 1 and int(m.group(1)) <= t, (t, r["line"])
-    header = [l for l in text.decode().splitlines() if l.startswith("PID ") and "VERDICT" in l]
+    header = [l for l in text.splitlines() if l.startswith("PID ") and "VERDICT" in l]
     assert header and all(r["line"].index(r["verdict"]) == header[-1].index("VERDICT")
                           for _, r in late), (header[-1], late[-1][1]["line"])
     print(f"    at {late[-1][0]:.1f} s: {late[-1][1]['line'].split()[-2:]}")
