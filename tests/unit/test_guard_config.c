@@ -426,7 +426,7 @@ static void test_protect_cap(void)
 static void cleanup(void)
 {
 	static const char *const names[] = { "case.conf", "long.conf", "good.conf", "cli.conf",
-					      "gw.conf" };
+					      "gw.conf", "warn.conf" };
 	char path[256];
 	size_t i;
 
