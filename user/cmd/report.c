@@ -416,7 +416,8 @@ static bool floor_available(const struct report *rp, uint64_t *avail)
 		*avail = rp->rec.last_available;
 		return rp->rec.samples;
 	}
-	if (meminfo__read(&m))
+	/* Host RAM only, as the guard counts it: device nodes are not headroom. */
+	if (meminfo__read_host(&m, &rp->session.nodes))
 		return false;
 	*avail = m.available;
 	return true;

@@ -62,6 +62,7 @@ struct top {
 	bool guard_alive;
 	const char *floor_arg;		/* --floor, as written (SIZE or N% of MemTotal) */
 	uint64_t floor;			/* resolved; 0: the running guard's, if any */
+	uint64_t available;		/* host MemAvailable at this refresh; 0: unread */
 };
 
 struct top_row {
@@ -251,10 +252,12 @@ static void print_header(struct top *t, FILE *f)
 
 	localtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S", &tm);
+	t->available = 0;
 	if (meminfo__read_host(&m, &t->session.nodes)) {
 		fprintf(f, "umtrace top %s  host memory: unreadable\n", when);
 		return;
 	}
+	t->available = m.available;
 	used = m.total - m.available;
 	fprintf(f, "umtrace top %s  host %s, available %s, free %s\n", when,
 		fmt_bytes(m.total, b[0], sizeof(b[0])),
@@ -499,21 +502,21 @@ static void floor_rows(const struct top *t, const struct top_row *rows, size_t n
 {
 	uint64_t floor = t->floor ? t->floor : t->guard_alive ? t->guard->floor : 0;
 	char a[16], b[16], c[16];
-	struct meminfo m;
 	double left;
 	size_t i;
 	bool said = false;
 
-	if (!floor || meminfo__read(&m))
+	/* The header's host figure: device nodes are not headroom. */
+	if (!floor || !t->available)
 		return;
-	left = (double)m.available - (double)floor;
+	left = (double)t->available - (double)floor;
 	for (i = 0; i < n && i < MAX_ROWS; i++) {
 		if (!rows[i].growth_known || rows[i].growth_per_h <= 0)
 			continue;
 		if (!said)
 			fprintf(f, "\nfloor %s (%s): MemAvailable %s\n", fmt_bytes(floor, a, sizeof(a)),
 				t->floor ? "--floor" : "the guard's",
-				fmt_bytes(m.available, b, sizeof(b)));
+				fmt_bytes(t->available, b, sizeof(b)));
 		said = true;
 		fprintf(f, "%-7u ", rows[i].p.pid);
 		put_comm(f, rows[i].p.comm);
