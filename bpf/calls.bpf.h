@@ -8,6 +8,7 @@
 
 #include "guard.bpf.h"
 #include "managed.bpf.h"
+#include "torch.bpf.h"
 
 static __always_inline __u64 read_user_handle(__u64 uptr, bool narrow)
 {
@@ -30,8 +31,9 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	struct umt_call_rec *r;
 	__u64 id = bpf_get_current_pid_tgid();
 
-	__u64 handle = w->handle, faulted = 0;
+	__u64 handle = w->handle, faulted = 0, now = bpf_ktime_get_ns();
 	bool ok = end == UMT_END_RETURNED && ret == 0;
+	bool wake = ok && torch_cue(now);
 
 	w->depth = 0;
 	__sync_fetch_and_add(&trace_state.open_windows, -1);
@@ -53,7 +55,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	r->type = UMT_REC_CALL;
 	r->api = UMT_CK_API(w->cookie);
 	r->ts_ns = w->ts_ns;
-	r->duration_ns = bpf_ktime_get_ns() - w->ts_ns;
+	r->duration_ns = now - w->ts_ns;
 	r->pid = id >> 32;
 	r->tid = (__u32)id;
 	r->size = w->size;
@@ -71,7 +73,7 @@ static __always_inline void close_window(struct window *w, __u32 end, __s32 ret)
 	__builtin_memcpy(r->comm, w->comm, sizeof(r->comm));
 	__builtin_memcpy(r->pcomm, w->pcomm, sizeof(r->pcomm));
 	__builtin_memcpy(r->stack, w->stack, sizeof(r->stack));
-	bpf_ringbuf_submit(r, submit_flags());
+	bpf_ringbuf_submit(r, wake ? BPF_RB_FORCE_WAKEUP : submit_flags());
 }
 
 #endif /* UMTRACE_CALLS_BPF_H */

@@ -20,6 +20,7 @@
 #include "ctx.bpf.h"
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
 /* The settings and figures every file reads (umtrace.h describes them). */
 extern const volatile struct umt_trace_conf trace_conf;

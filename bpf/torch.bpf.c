@@ -19,6 +19,29 @@
 
 /* The least time between two sample records of a process and device. */
 const volatile __u64 torch_sample_ns = 100000000ULL;
+const volatile bool torch_cues;	/* the hook is attached in windows */
+__u64 torch_cue_ns;
+bool torch_asleep;
+/*
+ * Calls a window of the hook may take (0: no windows), and those it took
+ * (user space zeroes it as a window opens). The call that spends the
+ * last wakes the reader, which then detaches the hook.
+ */
+const volatile __u64 torch_budget;
+__u64 torch_spent;
+
+static __noinline void torch_count(void)
+{
+	__u32 *r;
+
+	if (__sync_fetch_and_add(&torch_spent, 1) + 1 != torch_budget)
+		return;
+	r = rec_reserve(sizeof(*r));
+	if (!r)
+		return;
+	*r = UMT_REC_TORCH_SPENT;
+	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
+}
 
 /*
  * Global data, not a hash map: a hash lookup touches the map, its bucket
@@ -138,6 +161,8 @@ int BPF_KPROBE(torch_hook)
 	 */
 	barrier_var(arg3);
 	barrier_var(dev);
+	if (torch_budget)
+		torch_count();
 	if (!totals)
 		dev = arg3;
 	if ((dev & 0xff) != C10_DEVICE_CUDA)

@@ -29,4 +29,28 @@ static __always_inline void torch_forget(__u32 tgid, __u32 devs)
 			torch_final(tgid, i);
 }
 
+/*
+ * The hook is attached in windows (user/attach/torch.c). A GPU call is the
+ * cue that reserved may move, and keeps a window open: any process's, as
+ * a job's first segment comes before its first hook call. Its time goes
+ * in torch_cue_ns. While no window is open (torch_asleep, set by user
+ * space) the first cue's record wakes the reader, so that a window opens
+ * now, not at the next poll; the calls after it wait as others do.
+ */
+extern const volatile bool torch_cues;
+extern __u64 torch_cue_ns;
+extern bool torch_asleep;
+
+/* A GPU call returned at now: true if its record should wake the reader. */
+static __always_inline bool torch_cue(__u64 now)
+{
+	if (!torch_cues)
+		return false;
+	WRITE_ONCE(torch_cue_ns, now);
+	if (!READ_ONCE(torch_asleep))
+		return false;
+	WRITE_ONCE(torch_asleep, false);
+	return true;
+}
+
 #endif /* UMTRACE_TORCH_BPF_H */

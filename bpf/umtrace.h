@@ -34,6 +34,7 @@ enum umt_rec_type {
 	UMT_REC_SCOPE_ASK = 5,	/* the guard has no verdict for a process name */
 	UMT_REC_TORCH = 6,	/* PyTorch's caching allocator: a process's figures */
 	UMT_REC_LIB_EVENT = 7,	/* a process may have mapped a library to probe */
+	UMT_REC_TORCH_SPENT = 8,	/* the hook's window has taken its calls */
 };
 
 /*

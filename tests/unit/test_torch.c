@@ -761,6 +761,56 @@ static void test_environ(void)
 	      !strcmp(buf, "expa"), "cut", "%s", buf);
 }
 
+#define SEC 1000000000ULL
+
+/*
+ * The hook's windows, on a clock driven here: a job under the budget is
+ * seen on every call; one over it is detached once the budget is spent,
+ * until the next period's window, which opens at a moment that moves; a
+ * GPU call opens one more window a period, not two.
+ */
+static void test_windows(void)
+{
+	struct torch_window w;
+	uint64_t t = 1000 * SEC, quarters[4] = {}, first;
+	int i;
+
+	torch_window__init(&w, 0, t);
+	CHECK(torch_window__want(&w, t, 0, 1ULL << 40), "windows", "every call: attached");
+	CHECK_EQ(torch_window__next_ns(&w), UINT64_MAX, "every call: never turns");
+
+	torch_window__init(&w, SEC, t);
+	CHECK(torch_window__want(&w, t, 0, 0) && w.fresh, "windows", "the first opens at once");
+	w.fresh = false;
+	for (i = 1; i <= 5; i++)
+		CHECK(torch_window__want(&w, t + i * SEC / 2, 0, TORCH_WINDOW_CALLS - 1),
+		      "windows", "under the budget: attached at %d", i);
+	CHECK_EQ(w.spent, 0, "nothing spent");
+	w.fresh = false;
+	t += 3 * SEC;
+	CHECK(!torch_window__want(&w, t, 0, TORCH_WINDOW_CALLS), "windows", "spent: detached");
+	CHECK_EQ(w.spent, 1, "one spent");
+	first = torch_window__next_ns(&w);
+	CHECK(first > t && first <= t + SEC, "windows", "the next within a period (%llu)",
+	      (unsigned long long)(first - t));
+	CHECK(torch_window__want(&w, t + 1, t + 1, 0) && w.cued == 1, "windows", "a cue opens one");
+	w.fresh = false;
+	CHECK(!torch_window__want(&w, t + 2, t + 1, TORCH_WINDOW_CALLS), "windows", "spent again");
+	CHECK(!torch_window__want(&w, t + 3, t + 3, 0), "windows", "a second cue a period: none");
+	for (i = 0; i < 200; i++) {
+		uint64_t at = torch_window__next_ns(&w);
+
+		if (!w.opened_now)
+			quarters[(at - w.period_ns) * 4 / SEC]++;
+		torch_window__want(&w, at, 0, 0);
+		w.fresh = false;
+		torch_window__want(&w, at + 1, 0, TORCH_WINDOW_CALLS);
+	}
+	for (i = 0; i < 4; i++)
+		CHECK(quarters[i] > 10, "windows", "opened in quarter %d of the period: %llu times",
+		      i, (unsigned long long)quarters[i]);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_modes);
@@ -781,6 +831,7 @@ int main(void)
 	RUN_SUBTEST(test_episode_bound);
 	RUN_SUBTEST(test_conf);
 	RUN_SUBTEST(test_hook_forms);
+	RUN_SUBTEST(test_windows);
 	RUN_SUBTEST(test_environ);
 	return CHECK_EXIT();
 }

@@ -198,3 +198,13 @@ int elf_syms__find_prefix(const char *path, const char *prefix,
 
 	return scan_file(path, take_prefixed, &b, why);
 }
+
+bool elf_syms__dup_offset(const uint64_t *offs, unsigned int i)
+{
+	unsigned int j;
+
+	for (j = 0; j < i; j++)
+		if (offs[j] == offs[i])
+			return true;
+	return false;
+}

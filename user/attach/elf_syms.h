@@ -4,6 +4,7 @@
 #define UMTRACE_ELF_SYMS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /*
@@ -27,5 +28,8 @@ struct elf_sym_hit {
  */
 int elf_syms__find_prefix(const char *path, const char *prefix,
 			  struct elf_sym_hit *hits, size_t max, const char **why);
+
+/* Is offs[i] one of offs[0..i-1]? Symbols that alias one function get one probe. */
+bool elf_syms__dup_offset(const uint64_t *offs, unsigned int i);
 
 #endif /* UMTRACE_ELF_SYMS_H */

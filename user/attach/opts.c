@@ -91,6 +91,9 @@ int attach_opts__parse(struct attach_opts *o, int opt, const char *arg)
 		}
 		o->no_libc10 = true;
 		return 1;
+	case OPT_LIBC10_EVERY_CALL:
+		o->torch_continuous = true;
+		return 1;
 	case OPT_RINGBUF:
 		if (parse_size(arg, &v) || v < 4096 || v > (1ULL << 30)) {
 			elog("invalid --ringbuf-size '%s': expected a size from 4K to 1G", arg);
@@ -145,8 +148,10 @@ void attach_opts__usage(FILE *f)
 "                           (repeatable; top, report, record, guard); default:\n"
 "                           the linker cache, LD_LIBRARY_PATH and every\n"
 "                           libc10.so mapped by a process\n"
-"      --no-libc10          leave PyTorch's allocator hook alone (it costs a\n"
-"                           uprobe per tensor allocation and free)\n"
+"      --no-libc10          leave PyTorch's allocator hook alone\n"
+"      --libc10-every-call  probe the hook on every tensor allocation and free\n"
+"                           (a uprobe each), not in windows of 10 ms a second\n"
+"                           and while the allocator's segments move\n"
 "      --rescan INTERVAL    look for new libcuda (and libc10) files this often\n"
 "                           (default 5s, 0 to turn off)\n"
 "      --ringbuf-size SIZE  BPF ring buffer size (default 8M)\n"

@@ -22,6 +22,7 @@ enum {
 	OPT_DEVICE_NODES,
 	OPT_LIBC10,
 	OPT_NO_LIBC10,
+	OPT_LIBC10_EVERY_CALL,
 	OPT_ATTACH__LAST,	/* subcommands number their own options after it */
 };
 
@@ -36,6 +37,7 @@ enum {
 	{ "device-nodes", required_argument, NULL, OPT_DEVICE_NODES },	\
 	{ "libc10", required_argument, NULL, OPT_LIBC10 },		\
 	{ "no-libc10", no_argument, NULL, OPT_NO_LIBC10 },		\
+	{ "libc10-every-call", no_argument, NULL, OPT_LIBC10_EVERY_CALL }, \
 	{ "verbose", no_argument, NULL, 'v' }
 
 #define ATTACH_MAX_PIDS 64
@@ -47,6 +49,7 @@ struct attach_opts {
 	const char **libc10;	/* PyTorch's libc10.so files named; into argv */
 	size_t n_libc10;
 	bool no_libc10;		/* leave PyTorch's allocator hook alone */
+	bool torch_continuous;	/* the hook on every call, not in windows */
 	pid_t pids[ATTACH_MAX_PIDS];
 	size_t n_pids;
 	uint64_t ringbuf_bytes;

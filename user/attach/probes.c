@@ -11,6 +11,7 @@
 #include "lib/sys.h"
 #include "model/cuda_api.h"
 #include "attach/elf_syms.h"
+#include "cookie.h"
 #include "attach/torch.h"
 #include "lib/escape.h"
 #include "lib/log.h"
@@ -159,6 +160,9 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 						      UMT_BPF_TRACE_UPROBE_MULTI);
 	}
 	bpf_program__set_autoload(skel->progs.torch_hook, cfg->torch);
+	p->torch_windowed = cfg->torch && cfg->torch_windowed;
+	skel->rodata->torch_cues = p->torch_windowed;
+	skel->rodata->torch_budget = p->torch_windowed ? cfg->torch_budget : 0;
 	bpf_program__set_autoload(skel->progs.dl_debug_state, cfg->lib_events);
 	bpf_program__set_autoload(skel->progs.lib_exec, cfg->lib_events);
 	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
@@ -322,17 +326,6 @@ static int attach_at(struct probes *p, struct bpf_program *prog, const char *pat
 	return 0;
 }
 
-/* Symbols that are aliases of one function get one probe pair. */
-static bool seen_offset(const uint64_t *offs, unsigned int i)
-{
-	unsigned int j;
-
-	for (j = 0; j < i; j++)
-		if (offs[j] == offs[i])
-			return true;
-	return false;
-}
-
 int probes__attach_lib(struct probes *p, const char *file, const char *name, bool discovered)
 {
 	const char *names[UMT_API__COUNT];
@@ -359,7 +352,7 @@ int probes__attach_lib(struct probes *p, const char *file, const char *name, boo
 			vlog("%s: no %s", name, names[i]);
 			continue;
 		}
-		if (seen_offset(offs, i))
+		if (elf_syms__dup_offset(offs, i))
 			continue;
 		at[n] = offs[i];
 		cookies[n++] = cuda_api__get(i)->cookie;
@@ -374,56 +367,6 @@ int probes__attach_lib(struct probes *p, const char *file, const char *name, boo
 		return err;
 	}
 	vlog("%s: %zu of %d entry points probed", name, n, UMT_API__COUNT);
-	return (int)n;
-}
-
-/* PyTorch's hook has a few forms at most: 8 names leave room for aliases. */
-#define TORCH_MAX_FORMS 8
-
-int probes__attach_torch(struct probes *p, const char *file, const char *name,
-			 bool discovered)
-{
-	struct elf_sym_hit hits[TORCH_MAX_FORMS];
-	uint64_t offs[TORCH_MAX_FORMS], cookies[TORCH_MAX_FORMS];
-	struct bpf_program *prog = p->skel->progs.torch_hook;
-	char shown[ESC_TERM_LEN(sizeof(hits[0].name))];
-	const char *why;
-	int found, i, err;
-	unsigned int n = 0;
-	int64_t ck;
-
-	if (!bpf_program__autoload(prog))
-		return 0;
-	found = elf_syms__find_prefix(file, TORCH_HOOK_PREFIX, hits, TORCH_MAX_FORMS, &why);
-	if (found < 0) {
-		if (found == -ENOENT && discovered)
-			vlog("%s: %s", name, why);
-		else
-			elog("%s: %s", name, why);
-		return found;
-	}
-	for (i = 0; i < found; i++) {
-		ck = torch_hook__cookie(hits[i].name);
-		if (ck < 0) {
-			vlog("%s: %s: not a form of the hook umtrace knows", name,
-			     esc__term(hits[i].name, shown, sizeof(shown)));
-			continue;
-		}
-		offs[n] = hits[i].offset;
-		cookies[n] = (uint64_t)ck;
-		if (seen_offset(offs, n))
-			continue;
-		vlog("%s: PyTorch's allocator hook, %s: %s", name,
-		     esc__term(hits[i].name, shown, sizeof(shown)), torch_hook__form(ck));
-		n++;
-	}
-	if (!n)
-		return 0;
-	err = attach_at(p, prog, file, offs, cookies, n, false);
-	if (err) {
-		elog("%s: cannot attach uprobes: %s", name, strerror(-err));
-		return err;
-	}
 	return (int)n;
 }
 
@@ -562,6 +505,7 @@ void probes__destroy(struct probes *p)
 {
 	size_t i;
 
+	probes__torch_free(p);
 	for (i = 0; i < p->n_multi; i++)
 		close(p->multi_fds[i]);
 	free(p->multi_fds);

@@ -6,6 +6,7 @@
 #ifndef UMTRACE_PROBES_H
 #define UMTRACE_PROBES_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,8 @@ struct probe_cfg {
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
 	bool skip_softirq_frees;	/* softirqs' frees are no task's (not for the guard) */
 	bool torch;			/* load PyTorch's allocator hook (probes__attach_torch) */
+	bool torch_windowed;		/* attached in windows (probes__torch_set), not always */
+	uint64_t torch_budget;		/* hook calls a window takes (the kernel wakes the reader) */
 	bool lib_events;		/* say when a process may have mapped a library */
 	const struct numa_nodes *nodes;	/* device nodes, NULL: none */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
@@ -56,6 +59,14 @@ struct probes {
 	size_t n_multi, cap_multi;
 	bool multi;			/* the kernel has multi-uprobe links */
 	probes_leave_fn leave;		/* probe_cfg.leave */
+	struct torch_hook_site *torch;	/* PyTorch's hook, per libc10 file */
+	size_t n_torch;
+	bool torch_windowed;		/* probe_cfg.torch_windowed */
+	bool torch_on;			/* the windowed sites are attached */
+	uint64_t torch_switches[2];	/* detaches [0], attaches [1] */
+	uint64_t torch_switch_ns[2];	/* and the time they took */
+	struct torch_reap *reap;	/* the last window's links, being closed */
+	pthread_t reaper;		/* by this thread */
 };
 
 struct probe_stats {
@@ -84,6 +95,23 @@ int probes__attach_lib(struct probes *p, const char *file, const char *name, boo
  */
 int probes__attach_torch(struct probes *p, const char *file, const char *name,
 			 bool discovered);
+/*
+ * Attach (on) or detach the hook in every libc10 whose form gives totals,
+ * when torch_windowed: 0 or the first -errno (the others still done).
+ */
+int probes__torch_set(struct probes *p, bool on);
+/*
+ * In a forked child that lives on: close its copies of the windowed
+ * hook's links (the parent's windows must be able to close them).
+ */
+void probes__torch_drop(struct probes *p);
+/* Close the hook's links and files (torch_hook.c, for probes__destroy). */
+void probes__torch_free(struct probes *p);
+/* When a process last made a GPU call (CLOCK_MONOTONIC ns): the windows' cue. */
+uint64_t probes__torch_cue_ns(const struct probes *p);
+/* The hook's calls since the window opened, and a new window's zero. */
+uint64_t probes__torch_calls(const struct probes *p);
+void probes__torch_fresh(struct probes *p);
 /*
  * The dynamic loader's debugger hook (_dl_debug_state) in path, for
  * lib_events: 1 if probed, 0 if the file has none, or -errno.

@@ -272,6 +272,8 @@ static int on_record(void *ctx, void *data, size_t size)
 			s->ops->on_exit(s->ctx, data);
 		torch_feed__forget(&s->torch_feed, ((const struct umt_proc_exit_rec *)data)->pid);
 		return 0;
+	case UMT_REC_TORCH_SPENT:
+		return 0;	/* the wake-up was the point: the loop looks */
 	case UMT_REC_TORCH: {
 		struct torch_sample ts;
 
@@ -342,6 +344,29 @@ static int device_nodes(struct session *s)
 	return 0;
 }
 
+/* Attach or detach the hook as its window says. */
+static void torch_windows(struct session *s, uint64_t now_ns)
+{
+	struct torch_window *w = &s->torch_window;
+	bool was = w->on;
+	int err;
+
+	if (!s->torch)
+		return;
+	torch_window__want(w, now_ns, probes__torch_cue_ns(&s->probes),
+			   probes__torch_calls(&s->probes));
+	/* Zeroed before the hook goes in: its first calls count. */
+	if (w->fresh)
+		probes__torch_fresh(&s->probes);
+	w->fresh = false;
+	if (w->on == was)
+		return;
+	err = probes__torch_set(&s->probes, w->on);
+	if (err)
+		wlog("cannot %s PyTorch's allocator hook: %s", w->on ? "attach" : "detach",
+		     strerror(-err));
+}
+
 static int load_and_attach(struct session *s)
 {
 	struct probe_cfg cfg = {
@@ -356,6 +381,8 @@ static int load_and_attach(struct session *s)
 		.managed_faults = s->ao->managed_faults,
 		.skip_softirq_frees = !s->guard,
 		.torch = s->torch,
+		.torch_windowed = !s->ao->torch_continuous,
+		.torch_budget = TORCH_WINDOW_CALLS,
 		.lib_events = rescans(s),
 		.nodes = &s->nodes,
 		.guard = s->guard,
@@ -375,6 +402,12 @@ static int load_and_attach(struct session *s)
 	if (s->have_cmd && (err = probes__add_pid(&s->probes, s->launched.pid)))
 		return err;
 	s->torch_feed.slots = probes__torch_slots(&s->probes);
+	s->torch_feed.windowed = s->probes.torch_windowed;
+	/* The first window opens before the libraries are probed: at once. */
+	torch_window__init(&s->torch_window, s->ao->torch_continuous ? 0 :
+			   s->probes.multi ? TORCH_WINDOW_EVERY_NS : TORCH_WINDOW_EVERY_PERF_NS,
+			   clock__mono_ns());
+	torch_windows(s, clock__mono_ns());
 	err = probes__attach_kernel(&s->probes);
 	if (!err)
 		err = attach_new_libs(s);
@@ -388,10 +421,10 @@ static int load_and_attach(struct session *s)
 	return err;
 }
 
-/* Will the rescan attach perf-event uprobes later? */
-static bool rescan_needs_sys_admin(const struct session *s)
+/* Will the rescan or the hook's windows attach perf-event uprobes later? */
+static bool later_needs_sys_admin(const struct session *s)
 {
-	return rescans(s) && !s->probes.multi;
+	return (rescans(s) || s->probes.torch_windowed) && !s->probes.multi;
 }
 
 /*
@@ -421,7 +454,7 @@ void session__drop_caps(struct session *s)
 	 * not ask for it.
 	 */
 	if (!caps__permitted(CAP_BPF) || !caps__permitted(CAP_PERFMON) ||
-	    rescan_needs_sys_admin(s))
+	    later_needs_sys_admin(s))
 		keep[n++] = CAP_SYS_ADMIN;
 	keep[n++] = CAP_SYS_PTRACE;
 	keep[n++] = CAP_DAC_READ_SEARCH;
@@ -562,6 +595,21 @@ static void lib_events(struct session *s)
 	     (int)pid, (clock__mono_ns() - ns) / 1e6);
 }
 
+static void torch_window_stats(const struct session *s)
+{
+	const struct probes *p = &s->probes;
+	const struct torch_window *w = &s->torch_window;
+
+	if (!s->torch || !w->every_ns || !p->torch_switches[1])
+		return;
+	vlog("PyTorch's allocator hook: %llu windows (%llu for its segments' moves, %llu "
+	     "closed with their %llu calls taken); attaching took %.0f us, detaching %.0f us "
+	     "on average", (unsigned long long)w->opened, (unsigned long long)w->cued,
+	     (unsigned long long)w->spent, (unsigned long long)w->budget,
+	     p->torch_switch_ns[1] / 1e3 / p->torch_switches[1],
+	     p->torch_switches[0] ? p->torch_switch_ns[0] / 1e3 / p->torch_switches[0] : 0.0);
+}
+
 static void flush_torch(struct session *s)
 {
 	if (s->ops->on_torch)
@@ -574,8 +622,11 @@ static void flush_torch(struct session *s)
  */
 static int poll_timeout(const struct session *s, uint64_t next_tick)
 {
-	uint64_t now = clock__mono_ms();
+	uint64_t now = clock__mono_ms(), window = torch_window__next_ns(&s->torch_window);
 
+	/* The hook's window turns then, to the millisecond above. */
+	if (s->torch && window != UINT64_MAX && (window + 999999) / 1000000 < next_tick)
+		next_tick = (window + 999999) / 1000000;
 	if (next_tick <= now)
 		return 0;
 	return next_tick - now < (uint64_t)s->poll_ms ? (int)(next_tick - now) : s->poll_ms;
@@ -605,6 +656,7 @@ int session__run(struct session *s)
 		}
 		if (s->n_lib_pending || s->lib_overflow)
 			lib_events(s);
+		torch_windows(s, clock__mono_ns());
 		now = clock__mono_ms();
 		if (now >= s->next_tick_ms) {
 			report_drops(s);
@@ -628,6 +680,7 @@ int session__run(struct session *s)
 	}
 	/* Whatever the traced processes sent before they exited is queued. */
 	err = ring_buffer__consume(s->rb);
+	torch_window_stats(s);
 	flush_torch(s);
 	report_drops(s);
 	report_skipped_stacks(s);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * user/attach: getting the kernel's view: options (opts.c), loading and
- * attaching the BPF object (probes.c, uprobe_multi.c), finding libcuda and
+ * attaching the BPF object (probes.c, uprobe_multi.c; PyTorch's hook in
+ * windows, torch_hook.c), finding libcuda and
  * its entry points (libcuda.c, elf_syms.c, libcuda_scan.c), starting
  * COMMAND held (launch.c), dropping capabilities (caps.c), reading the
  * kernel's per-process and kernel-thread counts (proc_pages.c,
@@ -89,6 +90,7 @@ struct session {
 	struct libcuda_scan scan;	/* the rescan in the kernel; skel NULL: /proc */
 	struct launched launched;
 	struct torch_feed torch_feed;
+	struct torch_window torch_window;	/* when the hook is attached */
 	bool have_cmd;
 	bool pages_mode;		/* no libcuda: host pages per process */
 	uint64_t drops_reported;

@@ -43,6 +43,77 @@ const char *torch_hook__form(int64_t cookie)
 	       "from the sizes since the probe went in, only leak or ok can be said";
 }
 
+/* xorshift64: where in its period a window opens, not a secret. */
+static uint64_t next_rand(struct torch_window *w)
+{
+	w->rand ^= w->rand << 13;
+	w->rand ^= w->rand >> 7;
+	w->rand ^= w->rand << 17;
+	return w->rand;
+}
+
+static void new_period(struct torch_window *w, uint64_t start_ns)
+{
+	w->period_ns = start_ns;
+	w->open_ns = start_ns + next_rand(w) % w->every_ns;
+	w->opened_now = false;
+	w->cue_used = false;
+}
+
+void torch_window__init(struct torch_window *w, uint64_t every_ns, uint64_t now_ns)
+{
+	memset(w, 0, sizeof(*w));
+	if (!every_ns)
+		return;
+	w->every_ns = every_ns;
+	w->budget = TORCH_WINDOW_CALLS;
+	w->rand = now_ns | 1;
+	/* The first opens at once: a job already running is seen from the start. */
+	new_period(w, now_ns);
+	w->open_ns = now_ns;
+}
+
+static void open_window(struct torch_window *w)
+{
+	if (!w->on)
+		w->opened++;
+	w->on = true;
+	w->fresh = true;
+}
+
+bool torch_window__want(struct torch_window *w, uint64_t now_ns, uint64_t cue_ns,
+			uint64_t calls)
+{
+	bool cued = cue_ns > w->cue_ns;
+
+	if (!w->every_ns)
+		return w->on = true;
+	if (cued)
+		w->cue_ns = cue_ns;
+	if (now_ns >= w->period_ns + w->every_ns)
+		new_period(w, now_ns - (now_ns - w->period_ns) % w->every_ns);
+	if (w->on && !w->fresh && calls >= w->budget) {
+		w->on = false;
+		w->spent++;
+	}
+	if (!w->opened_now && now_ns >= w->open_ns) {
+		w->opened_now = true;
+		open_window(w);
+	} else if (!w->on && cued && !w->cue_used) {
+		w->cue_used = true;
+		w->cued++;
+		open_window(w);
+	}
+	return w->on;
+}
+
+uint64_t torch_window__next_ns(const struct torch_window *w)
+{
+	if (!w->every_ns)
+		return UINT64_MAX;
+	return w->opened_now ? w->period_ns + w->every_ns : w->open_ns;
+}
+
 /* What the feed knows of a process. */
 struct torch_feed_proc {
 	uint32_t pid;				/* first: a pid_table row */
@@ -96,14 +167,23 @@ static struct torch_feed_proc *proc_of(struct torch_feed *f, uint32_t pid)
 	return p;
 }
 
+static uint32_t feed_conf(const struct torch_feed *f, const struct torch_feed_proc *p)
+{
+	return (p ? p->conf : 0) | (f->windowed ? TORCH_S_WINDOWED : 0);
+}
+
 static void fill(struct torch_sample *s, uint32_t pid, uint32_t device, uint64_t ts,
 		 const struct umt_torch_dev *d, uint32_t conf)
 {
+	/* Without totals the hook is never windowed (probes__attach_torch). */
+	bool windowed = conf & TORCH_S_WINDOWED && d->flags & UMT_TORCH_TOTALS;
+
 	memset(s, 0, sizeof(*s));
 	s->ts_ns = ts;
 	s->pid = pid;
 	s->device = device;
-	s->flags = conf | (d->flags & UMT_TORCH_TOTALS ? TORCH_S_TOTALS : 0);
+	s->flags = (conf & ~TORCH_S_WINDOWED) | (d->flags & UMT_TORCH_TOTALS ? TORCH_S_TOTALS : 0) |
+		   (windowed ? TORCH_S_WINDOWED : 0);
 	s->allocated = d->allocated;
 	s->reserved = d->reserved;
 	s->peak_allocated = d->peak_allocated;
@@ -119,7 +199,7 @@ void torch_feed__record(struct torch_feed *f, const struct umt_torch_rec *r,
 {
 	struct torch_feed_proc *p = proc_of(f, r->pid);
 
-	fill(s, r->pid, r->device, r->ts_ns, &r->d, p ? p->conf : 0);
+	fill(s, r->pid, r->device, r->ts_ns, &r->d, feed_conf(f, p));
 	memcpy(s->comm, r->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
 	if (!p)
@@ -154,7 +234,7 @@ void torch_feed__flush(struct torch_feed *f, torch_sample_fn fn, void *ctx)
 		if (!p || p->seen[device] == moved)
 			continue;
 		p->seen[device] = moved;
-		fill(&s, pid, device, d.last_ns, &d, p->conf);
+		fill(&s, pid, device, d.last_ns, &d, feed_conf(f, p));
 		/* The process's name: its records have it; /proc if none came yet. */
 		if (!p->comm[0] && !proc__comm((pid_t)pid, p->comm, sizeof(p->comm)))
 			snprintf(p->comm, sizeof(p->comm), "?");

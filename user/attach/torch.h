@@ -32,11 +32,63 @@ int64_t torch_hook__cookie(const char *mangled);
 /* What a form of the hook (its cookie) gives, in words, for -v. */
 const char *torch_hook__form(int64_t cookie);
 
+/*
+ * When the hook is attached. Every tensor allocation and free pays a
+ * uprobe while it is (5 us on a VM, 0.3 to 1 us on bare metal), and the
+ * hook passes the allocator's totals, so a call seen at any moment gives
+ * that moment's figures exactly. So the hook takes at most `budget` calls
+ * (all processes together) in a window, which opens once every every_ns
+ * at a random moment (a job's steps as long as the period are then seen
+ * at every phase, not always the same one); the kernel says when they are
+ * spent, and the hook is detached until the next window. A GPU call (a
+ * cue that reserved may move) opens one more window a period. A job that
+ * calls less than budget a period is thus seen on every call.
+ */
+struct torch_window {
+	uint64_t every_ns;	/* 0: always attached */
+	uint64_t budget;
+	bool on;		/* attached now */
+	bool fresh;		/* a window opened: the caller zeroes the kernel's count */
+	bool opened_now;	/* this period's window has opened */
+	bool cue_used;		/* and its cued one */
+	uint64_t period_ns;	/* the current period's start */
+	uint64_t open_ns;	/* its window opens then */
+	uint64_t cue_ns;	/* the last cue seen */
+	uint64_t rand;
+	/* what it did, for -v and the benchmark */
+	uint64_t opened;	/* windows opened */
+	uint64_t cued;		/* of which by a cue */
+	uint64_t spent;		/* closed with their calls spent */
+};
+
+#define TORCH_WINDOW_EVERY_NS	1000000000ULL	/* 1 s */
+/*
+ * Kernels before 6.6 (a perf event per uprobe): closing one takes 0.1 s,
+ * and the job was seen to pay for it (5% of a core at 100,000 tensors a
+ * second with a window every second, 0.7% with multi-uprobe links).
+ */
+#define TORCH_WINDOW_EVERY_PERF_NS	4000000000ULL	/* 4 s */
+/* 1000 calls: 5 ms of a job's time here, 1 ms or less on bare metal. */
+#define TORCH_WINDOW_CALLS	1000
+
+/* every_ns 0: the hook on every call, no windows. */
+void torch_window__init(struct torch_window *w, uint64_t every_ns, uint64_t now_ns);
+/*
+ * Should the hook be attached at now_ns, given the time of the last cue
+ * (0: none yet) and the calls the kernel counted since the last fresh
+ * window? Updates the window's state.
+ */
+bool torch_window__want(struct torch_window *w, uint64_t now_ns, uint64_t cue_ns,
+			uint64_t calls);
+/* When the answer may change next without a cue or the calls spent. */
+uint64_t torch_window__next_ns(const struct torch_window *w);
+
 typedef void (*torch_sample_fn)(void *ctx, const struct torch_sample *s);
 
 struct torch_feed {
 	struct pid_table procs;		/* struct torch_feed_proc */
 	const struct umt_torch_slot *slots;	/* UMT_TORCH_SLOTS, the kernel's; NULL: none */
+	bool windowed;			/* the hook is attached in windows */
 };
 
 void torch_feed__init(struct torch_feed *f, const struct umt_torch_slot *slots);

@@ -233,8 +233,9 @@ static void dev_text(const struct torch_model *m, const struct torch_dev *d,
 	fprintf(f, "; peak allocated %s", fmt_bytes(v.peak_allocated, b[3], sizeof(b[3])));
 	if (v.reserved_known)
 		fprintf(f, ", peak reserved %s", fmt_bytes(v.peak_reserved, b[4], sizeof(b[4])));
-	fprintf(f, "; %llu blocks allocated, %llu freed; expandable segments %s\n",
+	fprintf(f, "; %llu blocks allocated, %llu freed%s; expandable segments %s\n",
 		(unsigned long long)d->last.allocs, (unsigned long long)d->last.frees,
+		d->last.flags & TORCH_S_WINDOWED ? " in the hook's windows" : "",
 		es_name(v.expandable));
 	if (!v.reserved_known)
 		fprintf(f, "  reserved unknown: its libc10 has the old 3-argument hook (no "
@@ -313,7 +314,7 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 		json__string(f, d->last.comm);
 		fprintf(f, ",\"device\":%u,\"allocated\":%llu,\"reserved\":%llu,\"cached\":%llu,"
 			"\"cached_share\":%.4f,\"peak_allocated\":%llu,\"peak_reserved\":%llu,"
-			"\"allocs\":%llu,\"frees\":%llu,\"reserved_known\":%s,"
+			"\"allocs\":%llu,\"frees\":%llu,\"counts_windowed\":%s,\"reserved_known\":%s,"
 			"\"expandable_segments\":%s,\"expandable_known\":%s,\"max_split_size\":%s,"
 			"\"phase\":\"%s\",\"verdict\":\"%s\",\"window_s\":%.2f,"
 			"\"reserved_growth\":%lld,\"floor_growth\":%lld,\"peak_growth\":%lld,"
@@ -323,6 +324,7 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 			(unsigned long long)v.cached, v.cached_share,
 			(unsigned long long)v.peak_allocated, (unsigned long long)v.peak_reserved,
 			(unsigned long long)d->last.allocs, (unsigned long long)d->last.frees,
+			d->last.flags & TORCH_S_WINDOWED ? "true" : "false",
 			v.reserved_known ? "true" : "false",
 			v.expandable == TORCH_ES_ON ? "true" : "false",
 			v.expandable == TORCH_ES_UNKNOWN ? "false" : "true",

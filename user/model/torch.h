@@ -110,6 +110,7 @@
 #define TORCH_S_CONF_SET	(1U << 2)	/* it sets the allocator's config */
 #define TORCH_S_EXPANDABLE	(1U << 3)	/* expandable_segments:True */
 #define TORCH_S_MAX_SPLIT	(1U << 4)	/* max_split_size_mb set */
+#define TORCH_S_WINDOWED	(1U << 5)	/* allocs, frees: those the hook's windows saw */
 
 /* One process and device, as a hook call left it. */
 struct torch_sample {
