@@ -34,7 +34,7 @@
 #define GUARD_DEFAULT_LOW	(3000ULL << 20)
 #define GUARD_DEFAULT_DROP	(2500ULL << 20)
 /* Probe PyTorch's allocator hook (--torch, --no-torch): see README, Overhead. */
-#define GUARD_TORCH_DEFAULT	false
+#define GUARD_TORCH_DEFAULT	true
 /* Defaults shrink in proportion on hosts with less MemTotal than this. */
 #define GUARD_SCALE_TOTAL	(32ULL << 30)
 #define GUARD_MIN_FLOOR		(64ULL << 20)

@@ -335,6 +335,8 @@ static void __attribute__((noreturn)) helper_main(struct guard_armer *a, pid_t d
 	int err;
 
 	set_helper(a, getpid());
+	/* The hook's window closes in the daemon: a copy here would keep it open. */
+	probes__torch_drop(&a->session->probes);
 	signal(SIGINT, SIG_IGN);
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
