@@ -1853,8 +1853,8 @@ class Report:
             self.print_arming(p)
         if s.torch:
             torch_bench.print_table(s.torch, p)
-            res, name, figure = torch_bench.target(s.torch)
-            self.target(name, figure, None if res == "N/A" else res == "PASS")
+            for res, name, figure in torch_bench.targets(s.torch):
+                self.target(name, figure, None if res == "N/A" else res == "PASS")
         p("\nTargets")
         for t in self.targets:
             extra = f" ({t['note']})" if "note" in t else ""

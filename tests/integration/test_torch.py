@@ -67,7 +67,10 @@ def test_torch_figures_exact(env):
     the CPU's (device {CPU, -1}) and another backend's on index 0 ({XPU,
     0}: only the device type tells it from CUDA's first device)."""
     for args in (["-m", "leak", "-C"], ["-m", "empty", "-L"], ["-m", "steady", "-e", "-X"]):
-        objs, err, truth = report_cmd(env, ["-s", "12", "-w", "20", *args])
+        # Every block: the hook's windows would make no difference at this
+        # job's pace unless another job's calls took their budget.
+        objs, err, truth = report_cmd(env, ["-s", "12", "-w", "20", *args],
+                                      extra=["--libc10-every-call"])
         assert "probing PyTorch's allocator hook (3 forms)" in err, err[-600:]
         assert len(objs) == 1, (args, objs)
         o, final = objs[0], truth["final"]
@@ -79,6 +82,43 @@ def test_torch_figures_exact(env):
         if {"-C", "-X"} & set(args):	# the other device's calls happened, left out
             assert truth["cpu"]["allocs"] == 12 and o["allocs"] == final["allocs"], truth["cpu"]
         assert o["expandable_segments"] == ("-e" in args), o
+        assert not o["counts_windowed"], o
+
+
+WINDOW_LINE = re.compile(r"hook: (\d+) windows \((\d+) for its segments' moves, (\d+) closed "
+                         r"with their (\d+) calls taken\)")
+
+
+def test_torch_windowed_verdicts(env):
+    """Jobs calling the hook far more than a window's budget (about 10,000
+    calls a second), so that it is attached in windows: the verdict each
+    mode deserves (as on every call), with steps shorter than a window (128
+    calls, 10 ms apart) and longer (2048 calls, 100 ms apart: there the
+    growing shapes use what they reserve at each step's peak, no
+    fragmentation on every call either, so it is not run); reserved exact at the
+    end where the segments moved last in the warm-up; the block counts marked
+    as the windows', and fewer than the job made."""
+    want = {"steady": "ok", "fragment": "fragmentation", "leak": "leak", "cache": "cache-held"}
+    shapes = {"short": ["-t", "64", "-b", "64K", "-w", "10", "-s", "600"],
+              "long": ["-t", "1024", "-b", "4K", "-w", "100", "-s", "70"]}
+    for shape, sargs in shapes.items():
+        for mode, verdict in want.items():
+            if shape == "long" and mode == "fragment":
+                continue
+            margs = ["-m", mode]
+            if mode == "fragment":	# 1% a step, fewer and slower short steps: within -M
+                margs += ["-g", "1", "-s", "250", "-w", "20"]
+            if mode == "leak" and shape == "long":	# 6 MiB a step: past the noise
+                margs += ["-k", "64"]
+            objs, err, truth = report_cmd(env, [*sargs, *margs, "-M", "64G"], extra=["-v"])
+            m = WINDOW_LINE.search(err)
+            assert m and int(m.group(3)) >= 3, (shape, mode, err[-600:])
+            assert len(objs) == 1, (shape, mode, objs)
+            o, final = objs[0], truth["final"]
+            assert o["verdict"] == verdict, (shape, mode, o)
+            assert o["counts_windowed"] and o["allocs"] < final["allocs"], (shape, mode, o)
+            if mode in ("steady", "cache"):	# no segment moves after the warm-up
+                assert o["reserved"] == final["reserved"], (shape, mode, o, final)
 
 
 def test_torch_three_argument_hook(env):
