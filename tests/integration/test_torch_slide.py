@@ -8,8 +8,9 @@ allocated's floor slides: leak) and spread (a new 14 MiB segment every
 window's 5% above 50 MiB, so the window never names it).
 
 One job per kind, watched at once by top (the verdict and its age), a
-live report --json (interrupted while the job runs) and record; then
-report FILE (text and --json, at the job's exit) and the timeline's band.
+live report --json (interrupted while the job runs), a live report
+(interrupted once it has exited) and record; then report FILE (text and
+--json, at the job's exit) and the timeline's band.
 The rate per hour is checked against the job's own figures over the
 horizon the fit ended with: within 10% for the creep's even slope, 25% for
 the spread's steps of a segment. Every wait is for a state, with a
@@ -116,7 +117,8 @@ def run_slide(env, kind):
     attach = ["--libcuda", env.fake, "--libc10", c10]
     top = env.popen([env.umtrace, "top", "-b", "-i", "500ms", *attach], env=SLIDE_ENV)
     live = env.popen([env.umtrace, "report", "--json", *attach], env=SLIDE_ENV)
-    for p in (top, live):
+    ended = env.popen([env.umtrace, "report", *attach], env=SLIDE_ENV)
+    for p in (top, live, ended):
         wait_line(p.stderr, "probing PyTorch", 30)
     r = env.popen([env.umtrace, "record", "-o", rec, *attach, "--", job, *args, *JOB,
                    "-o", truth_path], env=SLIDE_ENV)
@@ -129,6 +131,10 @@ def run_slide(env, kind):
     assert live.returncode == 0, err[-800:]
     assert r.wait(timeout=60) == 0, r.stderr.read()[-800:]
     interrupt(top)
+    ended.send_signal(signal.SIGINT)
+    text, err = ended.communicate(timeout=30)
+    assert ended.returncode == 0, err[-800:]
+    check_text(text, pid, kind)
     with open(truth_path) as f:
         truth = json.load(f)
     assert truth["pid"] == pid, truth["pid"]
@@ -151,6 +157,21 @@ def check_top(rows, kind):
     assert m and HORIZON_S / 2 - 1 <= int(m.group(1)) <= t - rows[0][0] + 3, (cell, rows[0])
 
 
+def check_text(text, pid, kind):
+    """report's text at the job's exit: the test's horizons said, the
+    verdict on the shortest with its rate, the episode."""
+    assert f"horizons of {HORIZON_S} s, 60 s and 240 s, not 1 min, 15 min and 1 h: a test's " \
+           "(UMTRACE_TEST_HORIZONS)" in text, text[-2000:]
+    assert re.search(r"^pid %d \(torch_alloc\) cuda:0 \[exited\]: " % pid, text, re.M), \
+        text[-2000:]
+    what = "allocated's floor" if kind == "leak" else r"reserved \(not the floor\)"
+    assert re.search(r"^  verdict %s: over the last %d s, %s rises \S+/h, a slide too slow "
+                     r"for a window of 4\.0 s$" % (kind, HORIZON_S, what), text, re.M), \
+        text[-2000:]
+    assert re.search(r"^    %s \d+\.\ds-\d+\.\ds: .*; over %d s, (the floor|reserved) \+\S+/h$"
+                     % (kind, HORIZON_S), text, re.M), text[-2000:]
+
+
 def check_file(env, pid, rec, svg, kind, truth):
     """report FILE (text and --json) at the job's exit, and the timeline."""
     args, figure, tol = SLIDES[kind]
@@ -163,14 +184,7 @@ def check_file(env, pid, rec, svg, kind, truth):
     rt = env.popen([env.umtrace, "report", rec], env=SLIDE_ENV)
     text, err = rt.communicate(timeout=60)
     assert rt.returncode == 0, err
-    assert f"horizons of {HORIZON_S} s, 60 s and 240 s, not 1 min, 15 min and 1 h: a test's " \
-           "(UMTRACE_TEST_HORIZONS)" in text, text[-2000:]
-    what = "allocated's floor" if kind == "leak" else r"reserved \(not the floor\)"
-    assert re.search(r"^  verdict %s: over the last %d s, %s rises \S+/h, a slide too slow "
-                     r"for a window of 4\.0 s$" % (kind, HORIZON_S, what), text, re.M), \
-        text[-2000:]
-    assert re.search(r"^    %s \d+\.\ds-\d+\.\ds: .*; over %d s, (the floor|reserved) \+\S+/h$"
-                     % (kind, HORIZON_S), text, re.M), text[-2000:]
+    check_text(text, pid, kind)
     ts = env.popen([env.umtrace, "timeline", rec, "-o", svg], env=SLIDE_ENV)
     assert ts.wait(timeout=60) == 0, ts.stderr.read()
     with open(svg) as f:
