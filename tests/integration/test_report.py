@@ -162,3 +162,39 @@ def test_report_time_to_floor(env):
     left = ev[0]["mem_available"] - floor
     assert abs(ev[0]["seconds"] - left / per_s) < 1, ev
     print(f"    +{per_s / mib:.0f} MiB/s: the floor in about {ev[0]['seconds']:.0f} s")
+
+
+def test_report_floor_percent_of_host_ram(env):
+    """--floor N% is of host RAM as the guard takes its own: MemTotal less
+    the device nodes', resolved once the session knows them (top the same),
+    not of the whole MemTotal. This VM has one node: naming it with
+    --device-nodes leaves MemTotal less that node's, nothing once its memory
+    is all initialised, and a percentage of nothing is refused, as the
+    guard refuses it."""
+    import os
+    from test_guard import node_total
+    with open("/proc/meminfo") as f:
+        total = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemTotal:"))
+    job = env.popen([env.alloc_mix, "-n", "60", "-s", "32M", "-a", "alloc", "-k", "-w", "30000",
+                     "-o", "/dev/null"], env={**os.environ, "FAKECUDA_DELAY_MS": "250"})
+    try:
+        for nodes, ram in (("none", total), ("0", total - node_total())):
+            argv = ["--floor", "50%", "--device-nodes", nodes, "--libcuda", env.fake]
+            r = subprocess.run([env.umtrace, "report", "--json", "-p", str(job.pid), "-d", "2s",
+                                *argv], capture_output=True, text=True, timeout=120)
+            t = subprocess.run([env.umtrace, "top", "--once", "-i", "1s", *argv],
+                               capture_output=True, text=True, timeout=60)
+            if ram // 2 < 1 * MIB:
+                for p in (r, t):
+                    assert p.returncode == 1 and \
+                        "invalid --floor '50%': must be above 0" in p.stderr, (nodes, p.stderr)
+                print(f"    --device-nodes {nodes}: host RAM {ram / MIB:.0f} MiB, 50% refused")
+                continue
+            assert r.returncode == 0 and t.returncode == 0, r.stderr + t.stderr
+            ev = [json.loads(l) for l in r.stdout.splitlines() if '"time_to_floor"' in l]
+            assert len(ev) == 1 and abs(ev[0]["floor"] - ram / 2) <= 0.01 * ram, (nodes, ram, ev)
+            print(f"    --device-nodes {nodes}: floor {ev[0]['floor'] / MIB:.0f} MiB, "
+                  f"half of {ram / MIB:.0f} MiB")
+    finally:
+        job.kill()
+        job.wait(timeout=30)

@@ -191,7 +191,7 @@ static void test_checks(void)
 	struct attach_opts ao;
 	const char *file = NULL;
 	enum stack_mode mode;
-	uint64_t ms = 0;
+	uint64_t ms = 0, bytes = 0;
 
 	CHECK_EQ(cli__duration("30s", &ms), 0, "30s");
 	CHECK_EQ(ms, 30000, "30s in ms");
@@ -201,6 +201,12 @@ static void test_checks(void)
 	CHECK_EQ(cli__interval("99ms", &ms), -EINVAL, "under 100ms");
 	CHECK_EQ(cli__interval("1h", &ms), 0, "1h");
 	CHECK_EQ(cli__interval("61m", &ms), -EINVAL, "over 1h");
+	/* A percentage of host RAM as given: the device nodes' left out by the caller. */
+	CHECK_EQ(cli__floor_of("50%", 8ULL << 30, &bytes), 0, "50%");
+	CHECK_EQ(bytes, 4ULL << 30, "50% of 8G");
+	CHECK_EQ(cli__floor_of("2G", 1ULL << 30, &bytes), 0, "a size");
+	CHECK_EQ(bytes, 2ULL << 30, "2G whatever host RAM is");
+	CHECK_EQ(cli__floor_of("50%", 0, &bytes), -EINVAL, "50% of nothing");
 	CHECK_EQ(cli__stack("dwarf", &mode), 0, "dwarf");
 	CHECK_EQ(cli__stack("bogus", &mode), -EINVAL, "bogus stack");
 	optind = 1;

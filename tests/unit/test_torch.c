@@ -535,6 +535,44 @@ static void test_slow_slides(void)
 	}
 }
 
+/*
+ * The horizons are parameters, as the window is: the tests' spec
+ * (TORCH_TEST_HORIZONS) is read whole or not at all, and a slide of
+ * 60 GiB/h, too slow for the window (17 MiB a second of 1 GiB), is named
+ * on a horizon of 20 s with its rate, as the seed's is on the quarter.
+ */
+static void test_horizons(void)
+{
+	static const char *const bad[] = {
+		"20,60", "20,60,240,", "60,20,240", "20,20,240", "9,60,240", "x",
+		"20,,240", "20,60,-1", "20,60,99999999999999999999", "",
+	};
+	struct torch_rules r;
+	struct torch_model m;
+	struct torch_verdict v;
+	unsigned int i;
+
+	rules(&r);
+	CHECK(r.horizon_s[0] == 60 && r.horizon_s[1] == 900 && r.horizon_s[2] == 3600,
+	      "default", "%llu", (unsigned long long)r.horizon_s[0]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(torch_rules__horizons(&r, bad[i]) == -EINVAL && r.horizon_s[0] == 60,
+		      "refused", "'%s'", bad[i]);
+	CHECK(!torch_rules__horizons(&r, NULL) && r.horizon_s[2] == 3600, "none", "");
+	CHECK(!torch_rules__horizons(&r, "20,60,240") && r.horizon_s[0] == 20 &&
+	      r.horizon_s[1] == 60 && r.horizon_s[2] == 240, "taken", "");
+	torch_model__init(&m, &r);
+	slide(&m, 60.0 * GIB, 60.0 * GIB, 0, 70);
+	CHECK(torch_model__judge_pid(&m, 7, &v), "judged", "");
+	CHECK(v.kind == TORCH_LEAK && v.slide_horizon == 20 && v.slide_per_hour > 54.0 * GIB &&
+	      v.slide_per_hour < 66.0 * GIB, "compressed", "%s on %llu s at %.1f GiB/h",
+	      torch_kind__name(v.kind), (unsigned long long)v.slide_horizon,
+	      v.slide_per_hour / GIB);
+	CHECK(v.has_cause && v.cause.horizon_s == 20, "its episode", "%llu",
+	      (unsigned long long)v.cause.horizon_s);
+	torch_model__free(&m);
+}
+
 /* One sample at step i (100 ms each): allocated's floor and peak, reserved. */
 static void step_at(struct torch_model *m, unsigned int i, uint64_t floor, uint64_t peak,
 		    uint64_t reserved)
@@ -826,6 +864,7 @@ int main(void)
 	RUN_SUBTEST(test_devices);
 	RUN_SUBTEST(test_out_of_order);
 	RUN_SUBTEST(test_slow_slides);
+	RUN_SUBTEST(test_horizons);
 	RUN_SUBTEST(test_burst_then_steady);
 	RUN_SUBTEST(test_episode_modes);
 	RUN_SUBTEST(test_episode_bound);

@@ -8,8 +8,8 @@
  * own totals.
  *
  * usage: torch_alloc [-m MODE] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS]
- *                    [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C | -X] [-V]
- *                    [-M SIZE] [-w MS] [-d MS] [-o FILE]
+ *                    [-g PCT] [-k KEEP] [-r SIZE] [-j STEPS] [-e] [-3 | -L]
+ *                    [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]
  *
  * The job: WEIGHTS (-p, default 2) tensors of 20 MiB, one segment each,
  * allocated first and kept; then STEPS (-s, default 20) steps, each
@@ -32,6 +32,16 @@
  *             PCT % a step), then the first shapes again: steps served
  *             from the cache the burst left, reserved flat, most of it
  *             unused (a fragmentation episode, then cache-held)
+ * Two slides too slow for a window of seconds, for compressed horizons:
+ *   creep     as steady, and at the end of every step one block of SIZE
+ *             (-r, default 64K) kept: allocated's floor rises SIZE a step
+ *             (a leak; reserved follows in 2 MiB segments)
+ *   spread    as steady, and a ring of TA_RING tensors of 12 MiB allocated
+ *             and freed with the step's own; every STEPS (-j, default 15)
+ *             steps the next of them grows by 2 MiB, which no cached block
+ *             fits: a new segment, the old one left idle. Reserved rises
+ *             by about 12 MiB a jump and its unused part with it, the floor
+ *             flat (fragmentation)
  * Nothing is freed at exit, as in PyTorch.
  *
  * -M SIZE is the GPU's memory (default 4G): reserving more ends the run
@@ -78,15 +88,21 @@
 #define TA_MAX_TENSORS	1024
 #define TA_BURST_FROM	20	/* burst: its first growing step */
 #define TA_BURST_STEPS	50
+#define TA_RING		8	/* spread: its growing tensors */
+#define TA_RING_SIZE	(12 * CA_MiB)	/* over 10 MiB: each its own segment */
+#define TA_RING_JUMP	(2 * CA_MiB)	/* a large segment's rounding */
 
 static const unsigned int ta_quarters[TA_NSHAPES] = {
 	12, 3, 1, 20, 6, 2, 48, 80,
 };
 
-enum ta_mode { TA_STEADY, TA_FRAGMENT, TA_LEAK, TA_CACHE, TA_EMPTY, TA_BURST, TA_NMODES };
+enum ta_mode {
+	TA_STEADY, TA_FRAGMENT, TA_LEAK, TA_CACHE, TA_EMPTY, TA_BURST, TA_CREEP, TA_SPREAD,
+	TA_NMODES
+};
 
 static const char *const ta_mode_names[TA_NMODES] = {
-	"steady", "fragment", "leak", "cache", "empty", "burst",
+	"steady", "fragment", "leak", "cache", "empty", "burst", "creep", "spread",
 };
 
 static struct {
@@ -97,6 +113,8 @@ static struct {
 	unsigned int weights;
 	unsigned int growth_pct;
 	unsigned int keep;
+	uint64_t creep;		/* -r: bytes kept a step */
+	unsigned long jump;	/* -j: steps between the ring's jumps */
 	bool cpu;
 	bool other;		/* -X: the CPU buffer on {XPU, 0} */
 	struct ca_config ca;
@@ -111,6 +129,8 @@ static struct {
 	.weights = 2,
 	.growth_pct = 5,
 	.keep = 1,
+	.creep = 64 * CA_KiB,
+	.jump = 15,
 	.ca = { .hook = CA_HOOK_SIZE_T, .gpu_mem = 4ULL << 30 },
 };
 
@@ -163,9 +183,20 @@ static void ta_snapshot(struct ta_step *s)
 	s->frees = st->frees;
 }
 
+/* spread: the ring's tensors for this step, allocated after the step's own. */
+static void ta_ring(unsigned long step, struct ca_block **t)
+{
+	unsigned long jumps = step / opt.jump;
+	unsigned int i;
+
+	for (i = 0; i < TA_RING; i++)
+		t[i] = ca_malloc(TA_RING_SIZE + TA_RING_JUMP * (jumps / TA_RING +
+								(i < jumps % TA_RING)));
+}
+
 static void ta_run(void)
 {
-	struct ca_block *t[TA_MAX_TENSORS];
+	struct ca_block *t[TA_MAX_TENSORS], *ring[TA_RING];
 	double scale = 1.0;
 	unsigned long step;
 	unsigned int i;
@@ -186,9 +217,15 @@ static void ta_run(void)
 		}
 		for (i = 0; i < opt.tensors; i++)
 			t[i] = ca_malloc(ta_shape(i, s));
+		if (opt.mode == TA_SPREAD)
+			ta_ring(step, ring);
+		for (i = TA_RING; opt.mode == TA_SPREAD && i-- > 0;)
+			ca_free(ring[i]);
 		for (i = opt.tensors; i-- > 0;)
 			if (opt.mode != TA_LEAK || i >= opt.keep)
 				ca_free(t[i]);
+		if (opt.mode == TA_CREEP)
+			ca_malloc(opt.creep);
 		if (opt.cpu) {
 			ca_report_cpu(cpu, -(int64_t)TA_CPU_SIZE);
 			free(cpu);
@@ -249,13 +286,16 @@ static void ta_json_head(FILE *f, const struct fakecuda_stats *st)
 		ta_bool(opt.ca.hook != CA_HOOK_V1), C10_DEVICE_CUDA);
 	fprintf(f, "  \"config\": {\"steps\": %lu, \"tensors\": %u, "
 		"\"base\": %llu, \"weights\": %u, \"weight_bytes\": %llu, "
-		"\"growth_pct\": %u, \"keep\": %u, \"peak_step\": %d, "
+		"\"growth_pct\": %u, \"keep\": %u, \"creep\": %llu, \"jump\": %lu, "
+		"\"peak_step\": %d, "
 		"\"peak_factor\": %d, \"cpu\": %s, \"cpu_device_type\": %d, \"gpu_mem\": %llu, "
 		"\"wait_ms\": %lu},\n",
 		opt.steps, opt.tensors, (unsigned long long)opt.base,
 		opt.weights, (unsigned long long)TA_WEIGHT_SIZE,
 		opt.mode == TA_FRAGMENT || opt.mode == TA_BURST ? opt.growth_pct : 0,
 		opt.mode == TA_LEAK ? opt.keep : 0,
+		(unsigned long long)(opt.mode == TA_CREEP ? opt.creep : 0),
+		opt.mode == TA_SPREAD ? opt.jump : 0,
 		opt.mode == TA_CACHE ? TA_PEAK_STEP : -1,
 		opt.mode == TA_CACHE ? TA_PEAK_FACTOR : 1, ta_bool(opt.cpu),
 		opt.other ? C10_DEVICE_XPU : C10_DEVICE_CPU,
@@ -364,7 +404,7 @@ static int ta_write_report(const struct fakecuda_stats *st)
 
 static void __attribute__((noreturn)) ta_usage(void)
 {
-	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty|burst] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
+	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty|burst|creep|spread] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-r SIZE] [-j STEPS] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
 	exit(2);
 }
 
@@ -430,7 +470,7 @@ static void ta_parse(int argc, char **argv)
 
 	opt.ca.expandable = conf && strstr(conf, "expandable_segments:True");
 	opterr = 0;	/* one line on bad input: the usage */
-	while ((c = getopt(argc, argv, "m:s:t:b:p:g:k:e3LCXVM:w:d:o:")) != -1) {
+	while ((c = getopt(argc, argv, "m:s:t:b:p:g:k:r:j:e3LCXVM:w:d:o:")) != -1) {
 		switch (c) {
 		case 'm':
 			opt.mode = ta_parse_mode(optarg);
@@ -452,6 +492,12 @@ static void ta_parse(int argc, char **argv)
 			break;
 		case 'k':
 			opt.keep = ta_parse_ulong(optarg, 1, TA_MAX_TENSORS);
+			break;
+		case 'r':
+			opt.creep = ta_parse_size(optarg, 512, 1ULL << 30);
+			break;
+		case 'j':
+			opt.jump = ta_parse_ulong(optarg, 1, 1000000);
 			break;
 		case 'e':
 			opt.ca.expandable = true;

@@ -196,20 +196,26 @@ int cli__interval(const char *arg, uint64_t *ms)
 	return 0;
 }
 
-int cli__floor(const char *arg, uint64_t *bytes)
+int cli__floor_of(const char *arg, uint64_t host_total, uint64_t *bytes)
 {
-	struct meminfo m;
 	char err[256];
 
-	if (meminfo__read(&m)) {
-		elog("cannot read /proc/meminfo");
-		return -EINVAL;
-	}
-	if (guard_policy__parse_threshold("--floor", arg, m.total, bytes, err, sizeof(err))) {
+	if (guard_policy__parse_threshold("--floor", arg, host_total, bytes, err, sizeof(err))) {
 		elog("%s", err);
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int cli__floor(const char *arg, const struct numa_nodes *nodes, uint64_t *bytes)
+{
+	struct meminfo m;
+
+	if (meminfo__read_host(&m, nodes)) {
+		elog("cannot read /proc/meminfo or a device node's meminfo");
+		return -EINVAL;
+	}
+	return cli__floor_of(arg, m.total, bytes);
 }
 
 int cli__stack(const char *arg, enum stack_mode *mode)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "attach/opts.h"
+#include "lib/numa.h"
 #include "lib/out_file.h"
 #include "rec/replay.h"
 #include "stacks/unwind.h"
@@ -75,8 +76,14 @@ int cli__exit(struct attach_opts *ao, int err);
 int cli__duration(const char *arg, uint64_t *ms);
 /* --interval: 100ms to 1h. */
 int cli__interval(const char *arg, uint64_t *ms);
-/* --floor SIZE or N% of MemTotal, as the guard takes its own: more than 0. */
-int cli__floor(const char *arg, uint64_t *bytes);
+/*
+ * --floor SIZE or N% of host RAM, as the guard takes its own: more than 0.
+ * Host RAM is MemTotal less the device nodes' (NULL: none; top and
+ * report resolve it again once their session knows them).
+ */
+int cli__floor(const char *arg, const struct numa_nodes *nodes, uint64_t *bytes);
+/* The same against a host RAM figure already read (a recording's). */
+int cli__floor_of(const char *arg, uint64_t host_total, uint64_t *bytes);
 /* --stack fp|dwarf|auto. */
 int cli__stack(const char *arg, enum stack_mode *mode);
 

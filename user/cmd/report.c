@@ -39,6 +39,7 @@ struct rec_seen {
 	uint64_t samples;
 	uint64_t min_available;
 	uint64_t last_available;		/* MemAvailable at its last sample */
+	uint64_t last_total;		/* host RAM then (MemTotal less device nodes) */
 	uint32_t max_psi_some;		/* hundredths of a percent */
 	struct rec_stop *stops;
 	size_t n_stops;
@@ -57,7 +58,8 @@ struct report {
 	enum stack_mode stack;
 	struct callstack cs;
 	struct rec_seen rec;
-	uint64_t floor;			/* --floor; 0: none */
+	const char *floor_arg;		/* --floor, as written (SIZE or N% of host RAM) */
+	uint64_t floor;			/* resolved; 0: none */
 };
 
 enum { OPT_FLOOR = OPT_CLI__LAST };
@@ -66,7 +68,11 @@ static int option(void *ctx, int opt, const char *arg)
 {
 	struct report *rp = ctx;
 
-	return opt == OPT_FLOOR ? cli__floor(arg, &rp->floor) : 0;
+	if (opt != OPT_FLOOR)
+		return 0;
+	/* Checked against MemTotal here, taken against host RAM once it is known. */
+	rp->floor_arg = arg;
+	return cli__floor(arg, NULL, &rp->floor);
 }
 
 void report_usage(FILE *f)
@@ -104,7 +110,8 @@ void report_usage(FILE *f)
 "                           host memory at the end: when, at the pace that\n"
 "                           grew over the report and alone, MemAvailable (now,\n"
 "                           or a recording's last sample) reaches SIZE (1536M,\n"
-"                           2G, or 5%% of MemTotal)\n");
+"                           2G, or 5%% of host RAM: MemTotal less the device\n"
+"                           nodes', as the guard's, or the recording's)\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
 }
@@ -527,6 +534,7 @@ static void file_sample(void *ctx, struct replay_view *v, const struct rec_sampl
 	if (s->psi_some_avg10 > rp->rec.max_psi_some)
 		rp->rec.max_psi_some = s->psi_some_avg10;
 	rp->rec.last_available = s->mem_available;
+	rp->rec.last_total = s->mem_total;
 	rp->rec.samples++;
 }
 
@@ -557,6 +565,10 @@ static int report_file(struct report *rp)
 
 	if (replay_view__load(&rp->view, rp->file, &o))
 		return 1;
+	/* A percentage is of the recorded host's RAM. */
+	if (rp->floor_arg && rp->rec.samples &&
+	    cli__floor_of(rp->floor_arg, rp->rec.last_total, &rp->floor))
+		return 2;
 	print_report(rp);
 	return 0;
 }
@@ -598,6 +610,8 @@ static int report_live(struct report *rp)
 	rp->session.torch = true;
 	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
 	err = session__start(&rp->session);
+	if (!err && rp->floor_arg)
+		err = cli__floor(rp->floor_arg, &rp->session.nodes, &rp->floor);
 	if (!err) {
 		err = session__run(&rp->session);
 		session__stats(&rp->session, &st);

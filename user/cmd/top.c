@@ -60,7 +60,7 @@ struct top {
 	const char *state_file;		/* the guard's, for its column */
 	struct guard_status *guard;	/* read each refresh */
 	bool guard_alive;
-	const char *floor_arg;		/* --floor, as written (SIZE or N% of MemTotal) */
+	const char *floor_arg;		/* --floor, as written (SIZE or N% of host RAM) */
 	uint64_t floor;			/* resolved; 0: the running guard's, if any */
 	uint64_t available;		/* host MemAvailable at this refresh; 0: unread */
 };
@@ -107,8 +107,9 @@ void top_usage(FILE *f)
 "                           process it stopped, F for one it froze\n"
 "      --floor SIZE         when each process growing over the last minute\n"
 "                           would take MemAvailable down to SIZE (1536M, 2G,\n"
-"                           or 5%% of MemTotal) at its pace, alone; without\n"
-"                           it, the running guard's floor\n");
+"                           or 5%% of host RAM: MemTotal less the device\n"
+"                           nodes', as the guard's) at its pace, alone;\n"
+"                           without it, the running guard's floor\n");
 	attach_opts__usage(f);
 	fprintf(f, "  -h, --help               show this help\n");
 }
@@ -157,10 +158,14 @@ static int option(void *ctx, int opt, const char *arg)
 	return 0;
 }
 
-/* --floor against MemTotal, as the guard reads its own. */
-static int resolve_floor(struct top *t)
+/*
+ * --floor against host RAM, as the guard reads its own: checked against
+ * MemTotal as the options are read (nodes NULL), taken once the session
+ * knows the device nodes.
+ */
+static int resolve_floor(struct top *t, const struct numa_nodes *nodes)
 {
-	return t->floor_arg ? cli__floor(t->floor_arg, &t->floor) : 0;
+	return t->floor_arg ? cli__floor(t->floor_arg, nodes, &t->floor) : 0;
 }
 
 static int parse_args(struct top *t, int argc, char **argv)
@@ -185,7 +190,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 	err = cli__parse(&c, argc, argv);
 	if (err)
 		return err;
-	if (cli__no_operands("top", argc, argv) || resolve_floor(t))
+	if (cli__no_operands("top", argc, argv) || resolve_floor(t, NULL))
 		return -EINVAL;
 	if (t->once || !isatty(STDOUT_FILENO))
 		t->batch = true;
@@ -679,6 +684,8 @@ int cmd_top(int argc, char **argv)
 	t.session.torch = true;
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);
+	if (!err)
+		err = resolve_floor(&t, &t.session.nodes);
 	if (!err) {
 		tty_raw(&t);
 		err = session__run(&t.session);

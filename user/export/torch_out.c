@@ -257,6 +257,11 @@ void export_torch_text(const struct torch_model *m, const struct callsites *site
 		return;
 	fprintf(f, "\nPyTorch's caching allocator, per process and device "
 		"(c10::reportMemoryUsageToProfiler):\n");
+	if (m->rules.test_horizons)
+		fprintf(f, "  horizons of %llu s, %llu s and %llu s, not 1 min, 15 min and 1 h: "
+			"a test's (%s)\n", (unsigned long long)m->rules.horizon_s[0],
+			(unsigned long long)m->rules.horizon_s[1],
+			(unsigned long long)m->rules.horizon_s[2], TORCH_TEST_HORIZONS);
 	for (i = 0; i < m->n; i++)
 		dev_text(m, torch_model__dev(m, i), sites, f);
 }

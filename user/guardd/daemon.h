@@ -109,6 +109,14 @@ struct guard_proc {
 	enum umt_guard_reason reason;
 	char cgroup[512];
 	struct trend grow[GUARD_HORIZONS];	/* its GPU-attributed host bytes (snapshot.c) */
+	/*
+	 * grow's fit, made once a sample for all who ask (the warning and
+	 * the metrics): the sample it was made at + 1 (0: never), the
+	 * shortest horizon it slides on (GUARD_HORIZONS: none), its rate.
+	 */
+	uint64_t fit_sample;
+	unsigned int fit_horizon;
+	double fit_rate;
 	/* warned of its floor (--warn-eta), and not out of that episode since */
 	bool warned;
 	time_t warned_at;
@@ -241,9 +249,10 @@ void guard__slide_proc(struct guard_proc *p, uint64_t ts_ns, uint64_t host_bytes
 /*
  * When a job whose host bytes grow reaches the floor, alone at its pace:
  * false if it grows on no horizon; else the horizon (s) that says so, the
- * seconds to the floor and its growth per hour.
+ * seconds to the floor and its growth per hour. Its trends are fitted
+ * once a sample, however many ask.
  */
-bool guard__proc_eta(const struct guard *g, const struct guard_proc *p, uint64_t now_ns,
+bool guard__proc_eta(const struct guard *g, struct guard_proc *p, uint64_t now_ns,
 		     uint64_t *horizon_s, uint64_t *eta_s, double *per_hour);
 
 /* tick.c: the sample and the sampled rule, every session tick. */

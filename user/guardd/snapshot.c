@@ -150,21 +150,25 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	}
 }
 
-bool guard__proc_eta(const struct guard *g, const struct guard_proc *p, uint64_t now_ns,
+bool guard__proc_eta(const struct guard *g, struct guard_proc *p, uint64_t now_ns,
 		     uint64_t *horizon_s, uint64_t *eta_s, double *per_hour)
 {
-	double headroom = (double)g->last_metric - (double)g->opt.pol.floor, rate;
-	unsigned int i = sliding(p->grow, 1, now_ns, &rate);
+	double headroom = (double)g->last_metric - (double)g->opt.pol.floor;
 
-	if (i == GUARD_HORIZONS)
+	/* Up to 3 horizons of 435 slope pairs: the warning's and the metrics' one fit. */
+	if (p->fit_sample != g->samples + 1) {
+		p->fit_horizon = sliding(p->grow, 1, now_ns, &p->fit_rate);
+		p->fit_sample = g->samples + 1;
+	}
+	if (p->fit_horizon == GUARD_HORIZONS)
 		return false;
-	*horizon_s = horizons_s[i];
-	*eta_s = (uint64_t)trend__seconds_to(headroom, rate);
-	*per_hour = rate * 3600;
+	*horizon_s = horizons_s[p->fit_horizon];
+	*eta_s = (uint64_t)trend__seconds_to(headroom, p->fit_rate);
+	*per_hour = p->fit_rate * 3600;
 	return true;
 }
 
-static void proc_slide(struct guard *g, const struct guard_proc *p,
+static void proc_slide(struct guard *g, struct guard_proc *p,
 		       struct guard_metrics_process *row)
 {
 	double per_hour;

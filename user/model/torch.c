@@ -6,6 +6,7 @@
 #include "model/cuda_api.h"
 #include "model/torch.h"
 #include "model/torch_episode.h"
+#include "model/torch_slide.h"
 
 #define MIB (1ULL << 20)
 /* The allocator's expandable segment pages: kSmallBuffer, kLargeBuffer. */
@@ -31,6 +32,12 @@ void torch_rules__default(struct torch_rules *r)
 	r->frag_share = 0.25;
 	r->cache_share = 0.5;
 	r->cache_min = 64 * MIB;
+	r->horizon_s[0] = 60;
+	r->horizon_s[1] = 900;
+	r->horizon_s[2] = 3600;
+	/* The tests' alone (torch.h): a spec it cannot read leaves these. */
+	r->test_horizons = getenv(TORCH_TEST_HORIZONS) &&
+			   !torch_rules__horizons(r, getenv(TORCH_TEST_HORIZONS));
 }
 
 void torch_model__init(struct torch_model *m, const struct torch_rules *rules)
@@ -175,38 +182,7 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 		sl->high = high;
 }
 
-static const uint64_t horizon_s[TORCH_HORIZONS] = { 60, 900, 3600 };
-
-static void into_trends(struct torch_dev *d, const struct torch_sample *s)
-{
-	uint64_t low = s->alloc_low < s->allocated ? s->alloc_low : s->allocated;
-	uint64_t high = s->alloc_high > s->allocated ? s->alloc_high : s->allocated;
-	uint64_t unused = s->reserved > high ? s->reserved - high : 0;
-	unsigned int i;
-
-	for (i = 0; i < TORCH_HORIZONS; i++) {
-		if (!d->floor_t[i].slot_ns) {	/* new: made zeroed */
-			trend__init(&d->floor_t[i], horizon_s[i] * 1000000000ULL);
-			trend__init(&d->reserved_t[i], horizon_s[i] * 1000000000ULL);
-			trend__init(&d->unused_t[i], horizon_s[i] * 1000000000ULL);
-		}
-		trend__add(&d->floor_t[i], s->ts_ns, (double)low);
-		if (!(s->flags & TORCH_S_TOTALS))
-			continue;
-		trend__add(&d->reserved_t[i], s->ts_ns, (double)s->reserved);
-		trend__add(&d->unused_t[i], s->ts_ns, (double)unused);
-	}
-}
-
 static void note(const struct torch_model *m, struct torch_dev *d, bool horizons);
-
-/* The shortest horizon's slot turns between two times: the horizons may say more. */
-static bool horizon_turns(uint64_t a_ns, uint64_t b_ns)
-{
-	uint64_t hs = horizon_s[0] * 1000000000ULL / TREND_SLOTS;
-
-	return a_ns / hs != b_ns / hs;
-}
 
 int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 {
@@ -223,7 +199,7 @@ int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 	}
 	/* A new slot: the window that ended with the one before is whole. */
 	if (d->slot_n && n > d->slot_n) {
-		note(m, d, horizon_turns(d->last.ts_ns, s->ts_ns));
+		note(m, d, torch_slide__turns(&m->rules, d->last.ts_ns, s->ts_ns));
 		d->slot_n = n;
 	} else if (!d->slot_n) {
 		d->slot_n = n;
@@ -231,7 +207,7 @@ int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 	if (!d->first_ns || s->ts_ns < d->first_ns)
 		d->first_ns = s->ts_ns;
 	into_slot(m, d, s);
-	into_trends(d, s);
+	torch_slide__add(&m->rules, d, s);
 	/* Samples may come out of order (the table read beside the ring buffer). */
 	if (s->allocs + s->frees >= d->last.allocs + d->last.frees)
 		d->last = *s;
@@ -451,83 +427,6 @@ static void decide(const struct torch_rules *r, const struct halves *h, struct t
 		v->kind = TORCH_CACHE_HELD;
 }
 
-/*
- * A trend over horizon seconds that rises by a significant growth of base
- * (or, base < 0, of its own level) over slots spanning half of it at least.
- */
-static bool slides_up(const struct torch_rules *r, const struct trend *t, uint64_t horizon,
-		      uint64_t now, double base, double *per_hour)
-{
-	struct trend_fit f;
-	double need;
-
-	if (!trend__fit(t, now, &f) || f.span_s * 2 < (double)horizon)
-		return false;
-	if (base < 0)
-		base = f.last - f.slope * f.span_s;
-	need = r->growth_frac * (base > 0 ? base : 0);
-	if (need < (double)r->min_growth)
-		need = (double)r->min_growth;
-	*per_hour = f.slope * 3600;
-	return trend_fit__slides(&f, 1, need);
-}
-
-/* Horizon i at now: a leak, fragmentation, or ok; its rate per hour. */
-static void slide_on(const struct torch_model *m, const struct torch_dev *d, unsigned int i,
-		     const struct torch_verdict *v, struct torch_slide *out)
-{
-	uint64_t now = d->last.ts_ns;
-	double reserved_h, unused_h;
-
-	out->kind = TORCH_OK;
-	out->per_hour = 0;
-	if (slides_up(&m->rules, &d->floor_t[i], horizon_s[i], now, -1, &out->per_hour)) {
-		out->kind = TORCH_LEAK;
-	} else if (v->reserved_known &&
-		   slides_up(&m->rules, &d->reserved_t[i], horizon_s[i], now, -1, &reserved_h) &&
-		   /* new segments no tensor needs: not demand */
-		   slides_up(&m->rules, &d->unused_t[i], horizon_s[i], now,
-			     (double)v->reserved - reserved_h * horizon_s[i] / 3600, &unused_h)) {
-		out->kind = TORCH_FRAGMENTATION;
-		out->per_hour = reserved_h;
-	}
-}
-
-/*
- * What the window cannot see: a slide on the shortest horizon that names
- * one. A horizon judged since its slot last turned is not judged again;
- * keep (d's, or NULL) takes what is.
- */
-static void judge_slide(const struct torch_model *m, const struct torch_dev *d,
-			struct torch_verdict *v, struct torch_slide *keep)
-{
-	const struct torch_slide *h;
-	struct torch_slide fresh;
-	uint64_t slot;
-	unsigned int i;
-
-	if (v->kind == TORCH_LEAK || v->kind == TORCH_FRAGMENTATION)
-		return;		/* named in the window already */
-	for (i = 0; i < TORCH_HORIZONS; i++) {
-		slot = d->floor_t[i].slot_ns ? d->last.ts_ns / d->floor_t[i].slot_ns + 1 : 0;
-		h = &d->slides[i];
-		/* note() judges as a slot turns, so the one before counts too */
-		if (!slot || (h->slot != slot && h->slot + 1 != slot)) {
-			slide_on(m, d, i, v, &fresh);
-			fresh.slot = slot;
-			if (keep)
-				keep[i] = fresh;
-			h = &fresh;
-		}
-		if (h->kind == TORCH_OK)
-			continue;
-		v->kind = h->kind;
-		v->slide_per_hour = h->per_hour;
-		v->slide_horizon = horizon_s[i];
-		return;
-	}
-}
-
 static int by_bytes(const void *a, const void *b)
 {
 	const struct torch_site *x = a, *y = b;
@@ -591,49 +490,8 @@ static bool judge_now(const struct torch_model *m, const struct torch_dev *d, bo
 	halves_of(w, *n, &h);
 	decide(&m->rules, &h, v);
 	if (horizons)
-		judge_slide(m, d, v, keep);
+		torch_slide__judge(m, d, v, keep);
 	return true;
-}
-
-static uint64_t clamp(double x)
-{
-	return x > 0 ? (uint64_t)x : 0;
-}
-
-/* A horizon's fit at its start ([0]) and end ([1]); 0s when too few slots. */
-static void fit_ends(const struct trend *t, uint64_t now, uint64_t *out, double *span_s)
-{
-	struct trend_fit f;
-
-	if (!trend__fit(t, now, &f))
-		return;
-	out[0] = clamp(f.last - f.slope * f.span_s);
-	out[1] = clamp(f.last);
-	if (f.span_s > *span_s)
-		*span_s = f.span_s;
-}
-
-/* Named on a horizon: its slots' means at both ends of the fit. */
-static void horizon_episode(const struct torch_dev *d, const struct torch_verdict *v,
-			    struct torch_episode *e)
-{
-	uint64_t now = d->last.ts_ns, span;
-	unsigned int i, k;
-	double span_s = 0;
-
-	for (i = 0; i + 1 < TORCH_HORIZONS && horizon_s[i] != v->slide_horizon; i++)
-		;
-	fit_ends(&d->floor_t[i], now, e->floor, &span_s);
-	fit_ends(&d->reserved_t[i], now, e->reserved, &span_s);
-	fit_ends(&d->unused_t[i], now, e->unused, &span_s);
-	for (k = 0; k < 2; k++)
-		e->peak[k] = e->reserved[k] > e->unused[k] ? e->reserved[k] - e->unused[k] :
-			     e->floor[k];
-	span = (uint64_t)(span_s * 1e9);
-	e->horizon_s = v->slide_horizon;
-	e->per_hour = v->slide_per_hour;
-	e->start_ns = now - d->first_ns > span ? now - span : d->first_ns;
-	e->end_ns = now;
 }
 
 static bool rose(const struct torch_slot *w, unsigned int i, enum torch_kind k)
@@ -669,8 +527,9 @@ static void rise_of(const struct torch_slot *w, unsigned int n, enum torch_kind 
  * from the first slot that grew to the last (the whole window for
  * cache-held), its figures the level before and at the top.
  */
-static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
-		       const struct torch_slot *w, unsigned int n, struct torch_episode *e)
+static void episode_of(const struct torch_model *m, const struct torch_dev *d,
+		       const struct torch_verdict *v, const struct torch_slot *w, unsigned int n,
+		       struct torch_episode *e)
 {
 	const struct torch_slot *ends[2];
 	unsigned int i, j, k;
@@ -678,7 +537,7 @@ static void episode_of(const struct torch_dev *d, const struct torch_verdict *v,
 	memset(e, 0, sizeof(*e));
 	e->kind = v->kind;
 	if (v->slide_horizon) {
-		horizon_episode(d, v, e);
+		torch_slide__episode(&m->rules, d, v, e);
 		return;
 	}
 	/* From where it began to grow (its figures the level before) to where it stopped. */
@@ -719,7 +578,7 @@ static void note(const struct torch_model *m, struct torch_dev *d, bool horizons
 		d->open = false;
 		return;
 	}
-	episode_of(d, &v, w, n, &e);
+	episode_of(m, d, &v, w, n, &e);
 	torch_episodes__keep(d, &e);
 }
 
@@ -735,7 +594,7 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
 	judged = judge_now(m, d, true, NULL, v, w, &n) && v->kind != TORCH_OK;
 	/* Most often the episodes hold it already: its figures only when not. */
 	if (judged && !torch_episodes__open(d, v->kind))
-		episode_of(d, v, w, n, &now);
+		episode_of(m, d, v, w, n, &now);
 	else
 		judged = false;
 	torch_episodes__cause(d, judged ? &now : NULL, v);

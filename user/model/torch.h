@@ -4,7 +4,8 @@
  * device, what its hook (c10::reportMemoryUsageToProfiler, bpf/torch.bpf.c)
  * said of allocated and reserved bytes, whether expandable segments are on,
  * and a verdict that names the fix. Fed samples (live, or from a
- * recording) and GPU call records; pure: no BPF, no /proc, no printing.
+ * recording) and GPU call records; pure: no BPF, no /proc, no printing
+ * (one environment variable aside, the tests': TORCH_TEST_HORIZONS).
  *
  * The figures. allocated is what live tensors' blocks take, reserved what
  * the allocator holds from the driver (its segments); reserved - allocated
@@ -90,7 +91,8 @@
 #define TORCH_SLOTS		8
 #define TORCH_MIN_SLOTS		3
 /*
- * Horizons beyond the window, 1 min, 15 min and 1 h (model/trend.h): a
+ * Horizons beyond the window, 1 min, 15 min and 1 h (rules.horizon_s,
+ * model/torch_slide.c, model/trend.h): a
  * slide too slow for the window (the seed's 1 GB/h is 1.1 MiB a 4 s
  * window) is named on the shortest on which allocated's floor rises by a
  * significant growth (leak), or reserved and its unused part do while the
@@ -137,10 +139,26 @@ struct torch_rules {
 	double frag_share;		/* unused share of reserved */
 	double cache_share;
 	uint64_t cache_min;		/* bytes unused */
+	uint64_t horizon_s[TORCH_HORIZONS];	/* shortest first */
+	bool test_horizons;		/* TORCH_TEST_HORIZONS's, not the product's */
 };
 
-/* 2 s of warm-up, 4 s windows, 2 MiB or 5%, 25% and 50% unused, 64 MiB. */
+/*
+ * For the tests alone: "S,S,S", the horizons in seconds (10 s at least,
+ * each longer than the one before), so that an end-to-end test sees a
+ * slide of hours compressed into seconds, as unit tests set window_ns.
+ * No option names it: a product's horizons are 1 min, 15 min and 1 h.
+ * Read by torch_rules__default(); report says when it is in force.
+ */
+#define TORCH_TEST_HORIZONS	"UMTRACE_TEST_HORIZONS"
+
+/*
+ * 2 s of warm-up, 4 s windows, 2 MiB or 5%, 25% and 50% unused, 64 MiB;
+ * horizons of 1 min, 15 min and 1 h, or TORCH_TEST_HORIZONS's.
+ */
 void torch_rules__default(struct torch_rules *r);
+/* The horizons from a TORCH_TEST_HORIZONS spec (NULL: none); 0 or -EINVAL. */
+int torch_rules__horizons(struct torch_rules *r, const char *spec);
 
 enum torch_kind {
 	TORCH_OK,
