@@ -13,12 +13,21 @@
  */
 #include "torch.bpf.h"
 
+#define C10_DEVICE_CPU 0	/* c10::DeviceType::CPU */
 #define C10_DEVICE_CUDA 1	/* c10::DeviceType::CUDA */
 /* The clock is read once in this many calls of a slot (a power of 2). */
 #define TORCH_CLOCK_EVERY 16
 
 /* The least time between two sample records of a process and device. */
 const volatile __u64 torch_sample_ns = 100000000ULL;
+/*
+ * TEST ONLY, never a product feature: count the CPU allocator's calls as
+ * device 0, so that the tests can drive the real ABI of a real PyTorch
+ * on a machine without a GPU (CPU tensors call the hook while memory
+ * profiling is on). Set from the environment by user/attach/torch.c,
+ * which says so on stderr; no option or configuration reaches it.
+ */
+const volatile bool torch_test_cpu = false;
 
 /*
  * Global data, not a hash map: a hash lookup touches the map, its bucket
@@ -69,6 +78,12 @@ static __noinline void torch_send(struct umt_torch_dev *d, __u32 tgid, __u32 dev
 }
 
 __u64 torch_far_devices;	/* calls for a device index past the table's */
+/*
+ * Calls for a device that is not CUDA's: a job whose hook fires only for
+ * them (CPU tensors under the memory profiler) has no row, and top and
+ * report say why. Rare (other allocators report only while profiled).
+ */
+__u64 torch_other_devices;
 __u64 torch_map_full;		/* calls not counted: their group was full */
 
 /* A process and device seen for the first time (rare: no need to hurry). */
@@ -140,9 +155,13 @@ int BPF_KPROBE(torch_hook)
 	barrier_var(dev);
 	if (!totals)
 		dev = arg3;
-	if ((dev & 0xff) != C10_DEVICE_CUDA)
-		return 0;
 	device = (dev >> 8) & 0xff;
+	if ((dev & 0xff) == C10_DEVICE_CPU && torch_test_cpu) {
+		device = 0;	/* {CPU, -1} */
+	} else if ((dev & 0xff) != C10_DEVICE_CUDA) {
+		__sync_fetch_and_add(&torch_other_devices, 1);
+		return 0;
+	}
 	if (device >= UMT_TORCH_MAX_DEVS) {
 		__sync_fetch_and_add(&torch_far_devices, 1);
 		return 0;
