@@ -90,72 +90,22 @@ matrix() { case $1 in x86_64) echo "6.1 6.12 5.10" ;; arm64) echo "6.1 6.12" ;; 
 # ---- fetching, with apt, into the cache ----
 
 # 5.10 (bullseye) and libcuda1 (non-free) are not in this machine's
-# sources: a private apt configuration reads them, with its own lists, and
-# leaves the machine's sources and lists alone. Only bullseye's main suite:
-# bullseye-security lists newer 5.10 kernels that the archive here answers
-# 404 for.
+# sources: the private apt configuration of scripts/debfetch.sh reads them.
+# Only bullseye's main suite: bullseye-security lists newer 5.10 kernels
+# that the archive here answers 404 for.
 PAPT_DIR=$CACHE/apt
-PAPT=(-o "Dir::Etc::SourceList=$PAPT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$PAPT_DIR/lists" -o "Dir::Cache=$PAPT_DIR/cache"
-	-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
-	-o APT::Architectures::=amd64 -o APT::Architectures::=arm64
-	-o APT::Sandbox::User=root)
-SYSAPT=(-o APT::Sandbox::User=root)
-
-papt_update() {
+papt_sources() {
 	local keys=/usr/share/keyrings/debian-archive-keyring.gpg
 	local mirror=http://deb.debian.org
-	mkdir -p "$PAPT_DIR/lists/partial" "$PAPT_DIR/cache/archives/partial"
-	cat >"$PAPT_DIR/sources.list" <<-EOF
+	cat <<-EOF
 	deb [arch=amd64,arm64 signed-by=$keys] $mirror/debian bookworm non-free
 	deb [arch=amd64,arm64 signed-by=$keys] $mirror/debian-security bookworm-security non-free
 	deb [arch=amd64 signed-by=$keys] $mirror/debian bullseye main
 	EOF
-	note "updating the private apt lists in $PAPT_DIR"
-	apt-get -qq "${PAPT[@]}" update >/dev/null
 }
-
-# apt_with p|s TOOL ARGS...: apt-get or apt-cache with the private
-# configuration (p) or the machine's (s).
-apt_with() {
-	local src=$1 tool=$2
-	shift 2
-	if [ "$src" = p ]; then
-		"$tool" "${PAPT[@]}" "$@"
-	else
-		"$tool" "${SYSAPT[@]}" "$@"
-	fi
-}
-
-# newest_pkg p|s REGEX: the newest package name apt knows matching REGEX.
-newest_pkg() {
-	apt_with "$1" apt-cache search --names-only "$2" 2>/dev/null |
-		cut -d' ' -f1 | sort -V | tail -n1
-}
-
-# download p|s PKG[:ARCH] DIR: the .deb of PKG's candidate, into DIR.
-download() {
-	(cd "$3" && apt_with "$1" apt-get -qq download "$2" >/dev/null)
-}
-
-# fetch_deb p|s PKG[:ARCH] OUTDIR PATTERN...: extract the files matching
-# PATTERN (tar wildcards) of PKG's .deb into OUTDIR. The private lists are
-# refreshed once when they are missing or name a file no longer there.
-fetch_deb() {
-	local src=$1 pkg=$2 out=$3 tmp
-	shift 3
-	tmp=$(mktemp -d "$CACHE/dl.XXXXXX")
-	if ! download "$src" "$pkg" "$tmp"; then
-		[ "$src" = p ] || { rm -rf "$tmp"; return 1; }
-		papt_update && download p "$pkg" "$tmp" || { rm -rf "$tmp"; return 1; }
-	fi
-	mkdir -p "$tmp/x"
-	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/x" --wildcards "$@"
-	mkdir -p "$(dirname "$out")"
-	rm -rf "$out"
-	mv "$tmp/x" "$out"
-	rm -rf "$tmp"
-}
+# shellcheck source=scripts/debfetch.sh
+. "$ROOT/scripts/debfetch.sh"
+papt_init
 
 # kernel_image ARCH SERIES: the cached vmlinuz of the newest kernel of the
 # series that apt sees (fetched if new); the newest cached one if apt
@@ -214,8 +164,7 @@ libcuda_for() {
 	local da dir="" ver
 	da=$(debarch "$1")
 	ls "$PAPT_DIR"/lists/*non-free*Packages* >/dev/null 2>&1 || papt_update || true
-	ver=$(apt_with p apt-cache show --no-all-versions "libcuda1:$da" 2>/dev/null |
-		sed -n 's/^Version: //p' | head -n1)
+	ver=$(pkg_version p "libcuda1:$da")
 	if [ -n "$ver" ]; then
 		dir=$CACHE/libcuda1-$da/$ver
 		if ! ls "$dir"/usr/lib/*/nvidia/current/libcuda.so.*.* >/dev/null 2>&1; then
