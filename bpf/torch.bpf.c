@@ -159,7 +159,9 @@ int BPF_KPROBE(torch_hook)
 	if ((dev & 0xff) == C10_DEVICE_CPU && torch_test_cpu) {
 		device = 0;	/* {CPU, -1} */
 	} else if ((dev & 0xff) != C10_DEVICE_CUDA) {
-		__sync_fetch_and_add(&torch_other_devices, 1);
+		/* Counted for the processes traced only: what report -- CMD says is its own. */
+		if (pid_in_scope(bpf_get_current_pid_tgid() >> 32))
+			__sync_fetch_and_add(&torch_other_devices, 1);
 		return 0;
 	}
 	if (device >= UMT_TORCH_MAX_DEVS) {
