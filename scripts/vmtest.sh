@@ -181,6 +181,26 @@ libcuda_for() {
 
 # ---- the initramfs ----
 
+# torch_libs ARCH STAGE: Debian's real libc10 files of ARCH that
+# scripts/fetch-torch.sh cached, in /torch, and the form of PyTorch's hook
+# each defines as binutils reads it (/torch/forms): the suite checks that
+# umtrace's own ELF reader names the same.
+torch_libs() {
+	local da f name
+	da=$(debarch "$1")
+	mkdir -p "$2/torch"
+	: >"$2/torch/forms"
+	for f in "${XDG_CACHE_HOME:-$HOME/.cache}"/umtrace/torch/libs/*-"$da"/*/usr/lib/*/libc10.so.*.*.*; do
+		[ -f "$f" ] || continue
+		name=${f#*/torch/libs/}
+		name=${name%%/*}-$(basename "$f")	# PKG-ARCH-libc10.so.X.Y.Z
+		cp "$f" "$2/torch/$name"
+		readelf -W --dyn-syms "$f" | awk -v f="$name" '{ sub(/@.*/, "", $8) }
+			$8 ~ /^_ZN3c1027reportMemoryUsageToProfilerEPvl/ && $7 != "UND" { print f, $8 }' |
+			sort -u >>"$2/torch/forms"
+	done
+}
+
 # needed FILE: the sonames FILE links against.
 needed() { readelf -d "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
@@ -266,6 +286,7 @@ make_initrd() {
 	interp=$(readelf -l "$bld/tests/alloc_mix" | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
 	mkdir -p "$stage$(dirname "$interp")"
 	[ -e "$stage$interp" ] || cp -L "$interp" "$stage$interp"
+	torch_libs "$arch" "$stage"
 	cp "$ROOT/tests/vmtest/suite.sh" "$stage/vmtest/suite.sh"
 	if [ ${#CMD[@]} -gt 0 ]; then
 		for f in "${CMD[@]}"; do printf '%s ' "$(shquote "$f")"; done >"$stage/vmtest/run.sh"
