@@ -9,7 +9,7 @@
 #            qemu, Node.js and the npm package kubernetes-models (global),
 #            PyTorch 1.13 (python3-torch) and, through scripts/fetch-torch.sh,
 #            trixie's 2.6 in a cached root and the libc10 files of other
-#            builds (about 4 minutes and 1.3 GB of cache on a fresh machine).
+#            builds (about 6 minutes and 1.3 GB of cache on a fresh machine).
 #   --cross  also install what a static arm64 cross-build needs.
 #   --bench  also install the tools `make bench` compares umtrace with.
 # Safe to rerun: apt-get skips what is installed, the arch is added once.
