@@ -13,6 +13,7 @@
  */
 #include "torch.bpf.h"
 
+#define C10_DEVICE_CPU 0	/* c10::DeviceType::CPU */
 #define C10_DEVICE_CUDA 1	/* c10::DeviceType::CUDA */
 /* The clock is read once in this many calls of a slot (a power of 2). */
 #define TORCH_CLOCK_EVERY 16
@@ -42,6 +43,14 @@ static __noinline void torch_count(void)
 	*r = UMT_REC_TORCH_SPENT;
 	bpf_ringbuf_submit(r, BPF_RB_FORCE_WAKEUP);
 }
+/*
+ * TEST ONLY, never a product feature: count the CPU allocator's calls as
+ * device 0, so that the tests can drive the real ABI of a real PyTorch
+ * on a machine without a GPU (CPU tensors call the hook while memory
+ * profiling is on). Set from the environment by user/attach/torch.c,
+ * which says so on stderr; no option or configuration reaches it.
+ */
+const volatile bool torch_test_cpu = false;
 
 /*
  * Global data, not a hash map: a hash lookup touches the map, its bucket
@@ -92,6 +101,12 @@ static __noinline void torch_send(struct umt_torch_dev *d, __u32 tgid, __u32 dev
 }
 
 __u64 torch_far_devices;	/* calls for a device index past the table's */
+/*
+ * Calls for a device that is not CUDA's: a job whose hook fires only for
+ * them (CPU tensors under the memory profiler) has no row, and top and
+ * report say why. Rare (other allocators report only while profiled).
+ */
+__u64 torch_other_devices;
 __u64 torch_map_full;		/* calls not counted: their group was full */
 
 /* A process and device seen for the first time (rare: no need to hurry). */
@@ -165,9 +180,15 @@ int BPF_KPROBE(torch_hook)
 		torch_count();
 	if (!totals)
 		dev = arg3;
-	if ((dev & 0xff) != C10_DEVICE_CUDA)
-		return 0;
 	device = (dev >> 8) & 0xff;
+	if ((dev & 0xff) == C10_DEVICE_CPU && torch_test_cpu) {
+		device = 0;	/* {CPU, -1} */
+	} else if ((dev & 0xff) != C10_DEVICE_CUDA) {
+		/* Counted for the processes traced only: what report -- CMD says is its own. */
+		if (pid_in_scope(bpf_get_current_pid_tgid() >> 32))
+			__sync_fetch_and_add(&torch_other_devices, 1);
+		return 0;
+	}
 	if (device >= UMT_TORCH_MAX_DEVS) {
 		__sync_fetch_and_add(&torch_far_devices, 1);
 		return 0;

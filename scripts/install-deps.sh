@@ -6,7 +6,10 @@
 #            with: Prometheus, node_exporter and Alertmanager, Slurm
 #            (slurmctld, slurmd) and MUNGE (their services left stopped and
 #            disabled), Chromium, xmllint, protoc, sshd, stress-ng, lintian,
-#            qemu, Node.js and the npm package kubernetes-models (global).
+#            qemu, Node.js and the npm package kubernetes-models (global),
+#            PyTorch 1.13 (python3-torch) and, through scripts/fetch-torch.sh,
+#            trixie's 2.6 in a cached root and the libc10 files of other
+#            builds (about 6 minutes and 1.3 GB of cache on a fresh machine).
 #   --cross  also install what a static arm64 cross-build needs.
 #   --bench  also install the tools `make bench` compares umtrace with.
 # Safe to rerun: apt-get skips what is installed, the arch is added once.
@@ -16,7 +19,7 @@ TEST=0
 CROSS=0
 BENCH=0
 usage() {
-	sed -n '3,13s/^# \{0,1\}//p' "$0"
+	sed -n '3,16s/^# \{0,1\}//p' "$0"
 }
 for arg in "$@"; do
 	case $arg in
@@ -53,6 +56,9 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 # (Debian's policy-rc.d, where present, keeps the package from starting it).
 # lintian, python3-yaml: test_install.py, test_deploy.py.
 # qemu-system-*, busybox-static and cpio: the kernel matrix, `make vmtest`.
+# python3-torch (1.13.1, with 160 packages, 144 MB) and mmdebstrap: real
+# PyTorch for tests/integration/test_real_torch.py; mmdebstrap builds the
+# trixie root its 2.x build runs in (scripts/fetch-torch.sh).
 # munge, slurmctld, slurmd, slurm-client (slurm-wlm's parts, 22.05 on
 # bookworm): the one-node Slurm of tests/integration/test_slurm.py, which
 # starts its own munged, slurmctld and slurmd; their services are kept from
@@ -61,7 +67,7 @@ SLURM_PKGS=(munge slurmctld slurmd slurm-client)
 PROM_PKGS=(prometheus prometheus-node-exporter prometheus-alertmanager)
 TEST_PKGS=(chromium libxml2-utils protobuf-compiler python3-jsonschema fonts-dejavu-core
 	stress-ng openssh-server lintian python3-yaml
-	qemu-system-x86 qemu-system-arm busybox-static cpio)
+	qemu-system-x86 qemu-system-arm busybox-static cpio python3-torch mmdebstrap)
 # The cross compiler plus arm64 copies of the libraries we link statically.
 # libelf.a needs libz.a; bookworm's libelf is built without zstd, but newer
 # elfutils link it, so libzstd-dev keeps -lzstd working everywhere. The cross
@@ -142,6 +148,9 @@ if [ "$TEST" = 1 ]; then
 		stage "installing $K8S_MODELS (npm, global)"
 		npm install -g --no-audit --no-fund --loglevel=error "$K8S_MODELS" >/dev/null
 	fi
+
+	stage "fetching Debian's PyTorch builds (scripts/fetch-torch.sh)"
+	"$(dirname "$0")/fetch-torch.sh"
 fi
 
 if [ "$CROSS" = 1 ]; then

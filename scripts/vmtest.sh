@@ -90,72 +90,22 @@ matrix() { case $1 in x86_64) echo "6.1 6.12 5.10" ;; arm64) echo "6.1 6.12" ;; 
 # ---- fetching, with apt, into the cache ----
 
 # 5.10 (bullseye) and libcuda1 (non-free) are not in this machine's
-# sources: a private apt configuration reads them, with its own lists, and
-# leaves the machine's sources and lists alone. Only bullseye's main suite:
-# bullseye-security lists newer 5.10 kernels that the archive here answers
-# 404 for.
+# sources: the private apt configuration of scripts/debfetch.sh reads them.
+# Only bullseye's main suite: bullseye-security lists newer 5.10 kernels
+# that the archive here answers 404 for.
 PAPT_DIR=$CACHE/apt
-PAPT=(-o "Dir::Etc::SourceList=$PAPT_DIR/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$PAPT_DIR/lists" -o "Dir::Cache=$PAPT_DIR/cache"
-	-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
-	-o APT::Architectures::=amd64 -o APT::Architectures::=arm64
-	-o APT::Sandbox::User=root)
-SYSAPT=(-o APT::Sandbox::User=root)
-
-papt_update() {
+papt_sources() {
 	local keys=/usr/share/keyrings/debian-archive-keyring.gpg
 	local mirror=http://deb.debian.org
-	mkdir -p "$PAPT_DIR/lists/partial" "$PAPT_DIR/cache/archives/partial"
-	cat >"$PAPT_DIR/sources.list" <<-EOF
+	cat <<-EOF
 	deb [arch=amd64,arm64 signed-by=$keys] $mirror/debian bookworm non-free
 	deb [arch=amd64,arm64 signed-by=$keys] $mirror/debian-security bookworm-security non-free
 	deb [arch=amd64 signed-by=$keys] $mirror/debian bullseye main
 	EOF
-	note "updating the private apt lists in $PAPT_DIR"
-	apt-get -qq "${PAPT[@]}" update >/dev/null
 }
-
-# apt_with p|s TOOL ARGS...: apt-get or apt-cache with the private
-# configuration (p) or the machine's (s).
-apt_with() {
-	local src=$1 tool=$2
-	shift 2
-	if [ "$src" = p ]; then
-		"$tool" "${PAPT[@]}" "$@"
-	else
-		"$tool" "${SYSAPT[@]}" "$@"
-	fi
-}
-
-# newest_pkg p|s REGEX: the newest package name apt knows matching REGEX.
-newest_pkg() {
-	apt_with "$1" apt-cache search --names-only "$2" 2>/dev/null |
-		cut -d' ' -f1 | sort -V | tail -n1
-}
-
-# download p|s PKG[:ARCH] DIR: the .deb of PKG's candidate, into DIR.
-download() {
-	(cd "$3" && apt_with "$1" apt-get -qq download "$2" >/dev/null)
-}
-
-# fetch_deb p|s PKG[:ARCH] OUTDIR PATTERN...: extract the files matching
-# PATTERN (tar wildcards) of PKG's .deb into OUTDIR. The private lists are
-# refreshed once when they are missing or name a file no longer there.
-fetch_deb() {
-	local src=$1 pkg=$2 out=$3 tmp
-	shift 3
-	tmp=$(mktemp -d "$CACHE/dl.XXXXXX")
-	if ! download "$src" "$pkg" "$tmp"; then
-		[ "$src" = p ] || { rm -rf "$tmp"; return 1; }
-		papt_update && download p "$pkg" "$tmp" || { rm -rf "$tmp"; return 1; }
-	fi
-	mkdir -p "$tmp/x"
-	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/x" --wildcards "$@"
-	mkdir -p "$(dirname "$out")"
-	rm -rf "$out"
-	mv "$tmp/x" "$out"
-	rm -rf "$tmp"
-}
+# shellcheck source=scripts/debfetch.sh
+. "$ROOT/scripts/debfetch.sh"
+papt_init
 
 # kernel_image ARCH SERIES: the cached vmlinuz of the newest kernel of the
 # series that apt sees (fetched if new); the newest cached one if apt
@@ -214,8 +164,7 @@ libcuda_for() {
 	local da dir="" ver
 	da=$(debarch "$1")
 	ls "$PAPT_DIR"/lists/*non-free*Packages* >/dev/null 2>&1 || papt_update || true
-	ver=$(apt_with p apt-cache show --no-all-versions "libcuda1:$da" 2>/dev/null |
-		sed -n 's/^Version: //p' | head -n1)
+	ver=$(pkg_version p "libcuda1:$da")
 	if [ -n "$ver" ]; then
 		dir=$CACHE/libcuda1-$da/$ver
 		if ! ls "$dir"/usr/lib/*/nvidia/current/libcuda.so.*.* >/dev/null 2>&1; then
@@ -231,6 +180,26 @@ libcuda_for() {
 }
 
 # ---- the initramfs ----
+
+# torch_libs ARCH STAGE: Debian's real libc10 files of ARCH that
+# scripts/fetch-torch.sh cached, in /torch, and the form of PyTorch's hook
+# each defines as binutils reads it (/torch/forms): the suite checks that
+# umtrace's own ELF reader names the same.
+torch_libs() {
+	local da f name
+	da=$(debarch "$1")
+	mkdir -p "$2/torch"
+	: >"$2/torch/forms"
+	for f in "${XDG_CACHE_HOME:-$HOME/.cache}"/umtrace/torch/libs/*-"$da"/*/usr/lib/*/libc10.so.*.*.*; do
+		[ -f "$f" ] || continue
+		name=${f#*/torch/libs/}
+		name=${name%%/*}-$(basename "$f")	# PKG-ARCH-libc10.so.X.Y.Z
+		cp "$f" "$2/torch/$name"
+		readelf -W --dyn-syms "$f" | awk -v f="$name" '{ sub(/@.*/, "", $8) }
+			$8 ~ /^_ZN3c1027reportMemoryUsageToProfilerEPvl/ && $7 != "UND" { print f, $8 }' |
+			sort -u >>"$2/torch/forms"
+	done
+}
 
 # needed FILE: the sonames FILE links against.
 needed() { readelf -d "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
@@ -317,6 +286,7 @@ make_initrd() {
 	interp=$(readelf -l "$bld/tests/alloc_mix" | sed -n 's/.*interpreter: \(.*\)\]/\1/p')
 	mkdir -p "$stage$(dirname "$interp")"
 	[ -e "$stage$interp" ] || cp -L "$interp" "$stage$interp"
+	torch_libs "$arch" "$stage"
 	cp "$ROOT/tests/vmtest/suite.sh" "$stage/vmtest/suite.sh"
 	if [ ${#CMD[@]} -gt 0 ]; then
 		for f in "${CMD[@]}"; do printf '%s ' "$(shquote "$f")"; done >"$stage/vmtest/run.sh"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include "check.h"
 #include "attach/libcuda.h"
+#include "attach/torch.h"
 #include "lib/out_file.h"
 #include "lib/procfs.h"
 
@@ -138,6 +139,33 @@ static void test_fuse_is_never_touched(void)
 	CHECK(!proc__path_on_fuse(getpid(), "/tmp"), "this process", "fuse");
 }
 
+/*
+ * "hook probed in FILE: N calls, none for a CUDA device": the probed
+ * libc10 files, only while no CUDA figures came and other devices called.
+ */
+static void test_hook_unseen(void)
+{
+	struct libcuda libs[3] = {
+		{ .name = "/lib/libcuda.so.1", .kind = LIB_CUDA, .n_probed = 26 },
+		{ .name = "/opt/a/libc10.so", .kind = LIB_C10, .n_probed = 0 },
+		{ .name = "/opt/b/libc10.so.2.6", .kind = LIB_C10, .n_probed = 1 },
+	};
+	struct libcuda_set set = { .libs = libs, .n = 3 };
+	struct umt_torch_rec rec = { .type = UMT_REC_TORCH, .pid = 7 };
+	struct torch_sample s;
+	struct torch_feed f;
+	const char *files[2];
+
+	torch_feed__init(&f, NULL);
+	CHECK_EQ(torch_hook__unseen(&f, &set, 0, files, 2), 0, "no call at all");
+	CHECK_EQ(torch_hook__unseen(&f, &set, 1990, files, 2), 1, "CPU calls only");
+	CHECK(!strcmp(files[0], libs[2].name), "the probed file", "%s", files[0]);
+	CHECK_EQ(torch_hook__unseen(&f, &set, 1990, files, 0), 0, "no room");
+	torch_feed__record(&f, &rec, &s);
+	CHECK_EQ(torch_hook__unseen(&f, &set, 1990, files, 2), 0, "a CUDA device's figures");
+	torch_feed__free(&f);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_kinds);
@@ -145,5 +173,6 @@ int main(void)
 	RUN_SUBTEST(test_found_file_is_held);
 	RUN_SUBTEST(test_open_in_root);
 	RUN_SUBTEST(test_fuse_is_never_touched);
+	RUN_SUBTEST(test_hook_unseen);
 	return CHECK_EXIT();
 }

@@ -3,7 +3,8 @@
 #
 # umtrace's guest suite: run by scripts/vmtest.sh as root inside a qemu
 # guest (busybox sh), with the static umtrace on PATH, the fake libcuda and
-# the workloads in /t, NVIDIA's real libcuda.so.1 in /nvidia.
+# the workloads in /t, NVIDIA's real libcuda.so.1 in /nvidia, Debian's
+# real libc10 files of PyTorch in /torch.
 #
 # One line per check, "ok NAME" or "not ok NAME: why" (and "# " lines of
 # information: what `umtrace check` said, how long each check took), then
@@ -437,6 +438,21 @@ real_entry() {
 	done
 }
 
+# Debian's real libc10 files of this arch (/torch, with the hook's form in
+# each as binutils read it on the host): umtrace's ELF reader finds the
+# same form, and the hook is probed there.
+real_libc10() {
+	while read -r f form; do
+		timeout $LONG umtrace report -v -d 200ms --libcuda $FAKE --libc10 /torch/$f \
+			>$W/c10.out 2>$W/c10.err || { tail -n 3 $W/c10.err; return 1; }
+		grep -qF "/torch/$f: PyTorch's allocator hook, $form: with the allocator's totals" \
+			$W/c10.err || { echo "$f: $form not named"; tail -n 3 $W/c10.err; return 1; }
+		grep -qF "probing PyTorch's allocator hook (1 form) in /torch/$f" $W/c10.err ||
+			{ echo "$f: not probed"; return 1; }
+		echo "# $f: $form"
+	done </torch/forms
+}
+
 # ---- the kernel's own view ----
 
 DMESG_BASE=$(dmesg | wc -l)
@@ -494,6 +510,11 @@ check guard guard_check
 check real_libcuda_probed real_trace
 check real_libcuda_calls real_calls
 check real_libcuda_entry real_entry
+if [ -s /torch/forms ]; then
+	check real_libc10_forms real_libc10
+else
+	echo "# no real libc10 files of this arch (scripts/fetch-torch.sh): real_libc10_forms not run"
+fi
 check kernel_log kernel_log
 
 if [ "$nfail" = 0 ]; then

@@ -163,6 +163,7 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 	p->torch_windowed = cfg->torch && cfg->torch_windowed;
 	skel->rodata->torch_cues = p->torch_windowed;
 	skel->rodata->torch_budget = p->torch_windowed ? cfg->torch_budget : 0;
+	skel->rodata->torch_test_cpu = cfg->torch && torch_hook__test_cpu();
 	bpf_program__set_autoload(skel->progs.dl_debug_state, cfg->lib_events);
 	bpf_program__set_autoload(skel->progs.lib_exec, cfg->lib_events);
 	vlog("uprobes: %s", p->multi ? "one multi-uprobe link per library" :
@@ -458,6 +459,7 @@ void probes__stats(const struct probes *p, struct probe_stats *st)
 	st->ustack_skipped = p->skel->bss->ustack_skipped;
 	st->torch_far_devices = p->skel->bss->torch_far_devices;
 	st->torch_map_full = p->skel->bss->torch_map_full;
+	st->torch_other_devices = p->skel->bss->torch_other_devices;
 	st->open_windows = p->skel->bss->trace_state.open_windows;
 }
 

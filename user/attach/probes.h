@@ -76,6 +76,7 @@ struct probe_stats {
 	uint64_t ustack_skipped;	/* calls sent with frame-pointer stacks only */
 	uint64_t torch_far_devices;	/* hook calls for CUDA devices past 15 */
 	uint64_t torch_map_full;	/* processes and devices the map had no room for */
+	uint64_t torch_other_devices;	/* hook calls for devices other than CUDA's */
 	int64_t open_windows;
 };
 

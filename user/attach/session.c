@@ -692,6 +692,16 @@ void session__stats(const struct session *s, struct probe_stats *st)
 	probes__stats(&s->probes, st);
 }
 
+size_t session__torch_unseen(const struct session *s, const char **files, size_t max,
+			     uint64_t *calls)
+{
+	struct probe_stats st;
+
+	probes__stats(&s->probes, &st);
+	*calls = st.torch_other_devices;
+	return torch_hook__unseen(&s->torch_feed, &s->libs, *calls, files, max);
+}
+
 int session__exit_code(struct session *s, int err)
 {
 	if (err)

@@ -122,6 +122,12 @@ int session__run(struct session *s);
 /* Ask the loop to stop (async-signal-safe). */
 void session__stop(void);
 void session__stats(const struct session *s, struct probe_stats *st);
+/*
+ * The hook probed but fed no CUDA device's figures, only other devices'
+ * calls (*calls): the files it is probed in, at most max; 0 if not so.
+ */
+size_t session__torch_unseen(const struct session *s, const char **files, size_t max,
+			     uint64_t *calls);
 /* The process exit code: COMMAND's status when there is one. */
 int session__exit_code(struct session *s, int err);
 void session__close(struct session *s);

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "attach/torch.h"
 #include "cookie.h"
+#include "lib/log.h"
 #include "lib/procfs.h"
 
 #define CONF_MAX 512
@@ -34,12 +36,13 @@ int64_t torch_hook__cookie(const char *mangled)
 	return -1;
 }
 
+/* The forms as Debian's real builds export them: README, "Is it fragmentation?". */
 const char *torch_hook__form(int64_t cookie)
 {
 	if (cookie & UMT_TORCH_CK_TOTALS)
-		return "with the allocator's totals (PyTorch 1.10 and later): allocated and "
-		       "reserved as the allocator counts them";
-	return "without totals (PyTorch before 1.10): reserved unknown, allocated summed "
+		return "with the allocator's totals (int64_t in PyTorch 1.13, size_t in 2.x): "
+		       "allocated and reserved as the allocator counts them";
+	return "without totals (PyTorch 1.7 and older): reserved unknown, allocated summed "
 	       "from the sizes since the probe went in, only leak or ok can be said";
 }
 
@@ -112,6 +115,31 @@ uint64_t torch_window__next_ns(const struct torch_window *w)
 	if (!w->every_ns)
 		return UINT64_MAX;
 	return w->opened_now ? w->period_ns + w->every_ns : w->open_ns;
+}
+
+bool torch_hook__test_cpu(void)
+{
+	const char *v = getenv(TORCH_TEST_CPU_ENV);
+
+	if (!v || strcmp(v, "1"))
+		return false;
+	/* Said every time: a figure of this mode must never pass for a GPU's. */
+	wlog("TEST ONLY: %s=1: PyTorch's CPU allocator is counted as cuda:0 "
+	     "(umtrace's own tests; never on a real host)", TORCH_TEST_CPU_ENV);
+	return true;
+}
+
+size_t torch_hook__unseen(const struct torch_feed *f, const struct libcuda_set *libs,
+			  uint64_t other_calls, const char **files, size_t max)
+{
+	size_t i, n = 0;
+
+	if (f->sampled || !other_calls)
+		return 0;
+	for (i = 0; i < libs->n && n < max; i++)
+		if (libs->libs[i].kind == LIB_C10 && libs->libs[i].n_probed)
+			files[n++] = libs->libs[i].name;
+	return n;
 }
 
 /* What the feed knows of a process. */
@@ -200,6 +228,7 @@ void torch_feed__record(struct torch_feed *f, const struct umt_torch_rec *r,
 	struct torch_feed_proc *p = proc_of(f, r->pid);
 
 	fill(s, r->pid, r->device, r->ts_ns, &r->d, feed_conf(f, p));
+	f->sampled = true;
 	memcpy(s->comm, r->comm, sizeof(s->comm));
 	s->comm[sizeof(s->comm) - 1] = '\0';
 	if (!p)
@@ -235,6 +264,7 @@ void torch_feed__flush(struct torch_feed *f, torch_sample_fn fn, void *ctx)
 			continue;
 		p->seen[device] = moved;
 		fill(&s, pid, device, d.last_ns, &d, feed_conf(f, p));
+		f->sampled = true;
 		/* The process's name: its records have it; /proc if none came yet. */
 		if (!p->comm[0] && !proc__comm((pid_t)pid, p->comm, sizeof(p->comm)))
 			snprintf(p->comm, sizeof(p->comm), "?");

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
+#include "attach/libcuda.h"
 #include "lib/pid_table.h"
 #include "model/torch.h"
 #include "umtrace.h"
@@ -83,12 +84,23 @@ bool torch_window__want(struct torch_window *w, uint64_t now_ns, uint64_t cue_ns
 /* When the answer may change next without a cue or the calls spent. */
 uint64_t torch_window__next_ns(const struct torch_window *w);
 
+/*
+ * TEST ONLY: the environment variable that makes the hook count the CPU
+ * allocator's calls as device 0 (bpf/torch.bpf.c, torch_test_cpu), so that
+ * umtrace's tests can check the real ABI of Debian's PyTorch on a machine
+ * without a GPU. Deliberately no option, no configuration, no man page:
+ * the product counts CUDA devices only. True when set to 1, said on stderr.
+ */
+#define TORCH_TEST_CPU_ENV "UMTRACE_TEST_ONLY_TORCH_CPU"
+bool torch_hook__test_cpu(void);
+
 typedef void (*torch_sample_fn)(void *ctx, const struct torch_sample *s);
 
 struct torch_feed {
 	struct pid_table procs;		/* struct torch_feed_proc */
 	const struct umt_torch_slot *slots;	/* UMT_TORCH_SLOTS, the kernel's; NULL: none */
 	bool windowed;			/* the hook is attached in windows */
+	bool sampled;			/* a CUDA device's figures came */
 };
 
 void torch_feed__init(struct torch_feed *f, const struct umt_torch_slot *slots);
@@ -100,5 +112,15 @@ void torch_feed__flush(struct torch_feed *f, torch_sample_fn fn, void *ctx);
 /* The process has ended: its next pid's owner is another. */
 void torch_feed__forget(struct torch_feed *f, uint32_t pid);
 void torch_feed__free(struct torch_feed *f);
+
+/*
+ * The hook probed, yet every call it saw was for another device (CPU
+ * tensors under the memory profiler): the libc10 files it is probed in
+ * (their terminal-escaped names, at most max) for "hook probed in FILE:
+ * N calls, none for a CUDA device". 0 when a CUDA device's figures came,
+ * or no other device called (other_calls: probe_stats.torch_other_devices).
+ */
+size_t torch_hook__unseen(const struct torch_feed *f, const struct libcuda_set *libs,
+			  uint64_t other_calls, const char **files, size_t max);
 
 #endif /* UMTRACE_ATTACH_TORCH_H */

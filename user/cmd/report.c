@@ -412,6 +412,8 @@ static void print_totals_text(const struct report *rp)
 	       fmt_bytes(sm->table.host_bytes, b, sizeof(b)),
 	       (unsigned long long)rp->view.dropped);
 	export_torch_text(&rp->view.torch, &rp->view.sites, stdout);
+	if (!rp->file)
+		export_torch_unseen(&rp->session, stdout);
 }
 
 /* MemAvailable the floor is measured from: now, or a recording's last sample. */

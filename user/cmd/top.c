@@ -576,6 +576,7 @@ static void render(struct top *t, FILE *f)
 	}
 	floor_rows(t, rows, n, f);
 	kthread_rows(t, f);
+	export_torch_unseen(&t->session, f);
 	if (t->batch)
 		fputc('\n', f);
 	fflush(f);

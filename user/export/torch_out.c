@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "attach/session.h"
 #include "export/torch_out.h"
 #include "lib/escape.h"
 #include "lib/units.h"
@@ -264,6 +265,26 @@ void export_torch_text(const struct torch_model *m, const struct callsites *site
 			(unsigned long long)m->rules.horizon_s[2], TORCH_TEST_HORIZONS);
 	for (i = 0; i < m->n; i++)
 		dev_text(m, torch_model__dev(m, i), sites, f);
+}
+
+/* A file's name is short in practice; more than a few libc10 files are named "...". */
+#define UNSEEN_FILES 4
+
+void export_torch_unseen(const struct session *s, FILE *f)
+{
+	const char *files[UNSEEN_FILES];
+	uint64_t calls;
+	size_t n = session__torch_unseen(s, files, UNSEEN_FILES, &calls), i;
+
+	if (!n)
+		return;
+	/* The names are the terminal-escaped ones the libraries were found by. */
+	fputs("\nPyTorch's allocator hook probed in ", f);
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? ", " : "", files[i]);
+	fprintf(f, ": %llu calls, none for a CUDA device (CPU tensors under the memory "
+		"profiler, or another backend): no allocator figures\n",
+		(unsigned long long)calls);
 }
 
 static void json_pair(FILE *f, const char *key, const uint64_t *x)

@@ -13,6 +13,8 @@
 #include "model/callsites.h"
 #include "model/torch.h"
 
+struct session;
+
 /*
  * The verdict's advice as one sentence into buf; sites (may be NULL) names
  * the call sites of the process's segments, for a leak.
@@ -32,6 +34,12 @@ const char *torch_out__episode(const struct torch_episode *e, uint64_t t0_ns, ch
 			       size_t len);
 /* A section per process and device, under a heading; nothing if none reported. */
 void export_torch_text(const struct torch_model *m, const struct callsites *sites, FILE *f);
+/*
+ * "PyTorch's allocator hook probed in FILE: N calls, none for a CUDA
+ * device": why a live session's job whose hook fires has no row. Nothing
+ * where that is not so.
+ */
+void export_torch_unseen(const struct session *s, FILE *f);
 /* One {"event":"torch_allocator",...} line per process and device. */
 void export_torch_json(const struct torch_model *m, const struct callsites *sites, FILE *f);
 
