@@ -115,14 +115,14 @@ def read_truth(path):
         os.unlink(path)
 
 
-def run_report(env, b, extra=(), test_cpu=False):
+def run_report(env, b, extra=(), test_cpu=False, n=None):
     """`umtrace report -v [extra] -- JOB`: (stdout, stderr, the job's counts)."""
     inner, outer = b.truth_path(env, f"real-torch-{b.version}.json")
     penv = {k: v for k, v in os.environ.items() if k != TEST_CPU}
     if test_cpu:
         penv[TEST_CPU] = "1"
     p = env.popen([env.umtrace, "report", "-v", "--libcuda", env.fake, *extra, "--",
-                   *b.argv(N, KEEP, inner)], env=penv)
+                   *b.argv(n or N, KEEP, inner)], env=penv)
     try:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-1500:]
@@ -160,7 +160,7 @@ def check_figures(env, version):
     the bytes live at the end and their peak; reserved 0 (the CPU
     allocator reports none)."""
     b = build(version)
-    out, err, truth = run_report(env, b, ["--json"], test_cpu=True)
+    out, err, truth = run_report(env, b, ["--json", "--libc10-every-call"], test_cpu=True)
     assert f"TEST ONLY: {TEST_CPU}=1" in err, err[-1500:]
     objs = [o for o in objects(out) if o["pid"] == truth["pid"]]
     assert len(objs) == 1, (objs, err[-1500:])
@@ -173,6 +173,24 @@ def check_figures(env, version):
           f"peak {o['peak_allocated']}")
 
 
+def check_windowed(env, version):
+    """The same job with the hook in windows (the default): the real
+    library's hook attached and detached by the window's calls (at least
+    one window closed with its budget taken from the job's 39,990 calls),
+    fewer seen than made, the counts marked as the windows'."""
+    b = build(version)
+    out, err, truth = run_report(env, b, ["--json"], test_cpu=True, n=20 * N)
+    m = re.search(r"hook: \d+ windows \(\d+ for its segments' moves, (\d+) closed with "
+                  r"their \d+ calls taken\)", err)
+    assert m and int(m.group(1)) >= 1, err[-1500:]
+    objs = [o for o in objects(out) if o["pid"] == truth["pid"]]
+    assert len(objs) == 1, (objs, err[-1500:])
+    o, made = objs[0], truth["allocs"] + truth["frees"]
+    assert o["counts_windowed"] and 0 < o["allocs"] + o["frees"] < made, (o, truth)
+    print(f"    PyTorch {truth['version']}: {o['allocs'] + o['frees']} of {made} calls seen "
+          "in the hook's windows")
+
+
 def unseen_line(b, calls):
     return re.compile(r"PyTorch's allocator hook probed in [^\n]*%s[^\n]*: %d calls, none "
                       r"for a CUDA device" % (b.lib_re(), calls))
@@ -183,7 +201,7 @@ def check_no_row(env, version):
     verdict, and report says why: the hook probed, its N calls (every one
     the job made) none for a CUDA device."""
     b = build(version)
-    out, err, truth = run_report(env, b)
+    out, err, truth = run_report(env, b, ["--libc10-every-call"])
     calls = truth["allocs"] + truth["frees"]
     assert "PyTorch's caching allocator, per process" not in out, out[-2000:]
     assert unseen_line(b, calls).search(out), out[-2000:]
@@ -203,7 +221,7 @@ def check_top(env, version):
     try:
         assert readline(job.stdout, 120, "the job's ready") == "ready\n"
         top = env.popen([env.umtrace, "top", "-b", "-i", "500ms", "-p", str(job.pid),
-                         "--libcuda", env.fake], env=penv)
+                         "--libcuda", env.fake, "--libc10-every-call"], env=penv)
         wait_line(top.stderr, "probing PyTorch's allocator hook", 60)
         job.stdin.write("go\n")
         job.stdin.close()
@@ -232,6 +250,14 @@ def test_real_torch_cpu_figures_exact_1_13(env):
 
 def test_real_torch_cpu_figures_exact_2_6(env):
     check_figures(env, "2.6")
+
+
+def test_real_torch_cpu_windowed_1_13(env):
+    check_windowed(env, "1.13")
+
+
+def test_real_torch_cpu_windowed_2_6(env):
+    check_windowed(env, "2.6")
 
 
 def test_real_torch_cpu_job_has_no_row_1_13(env):
