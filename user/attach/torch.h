@@ -64,11 +64,12 @@ struct torch_window {
 
 #define TORCH_WINDOW_EVERY_NS	1000000000ULL	/* 1 s */
 /*
- * Kernels before 6.6 (a perf event per uprobe): closing one takes 0.1 s,
- * and the job was seen to pay for it (5% of a core at 100,000 tensors a
- * second with a window every second, 0.7% with multi-uprobe links).
+ * Kernels before 6.6 (a perf event per uprobe): attaching one and closing
+ * it take tens of ms each, and a job calling the hook meanwhile pays about
+ * 0.1 s of a core per window at 100,000 tensors a second (tests/bench/
+ * torch_bench.py, top-perf), where a multi-uprobe link costs it ~5 ms.
  */
-#define TORCH_WINDOW_EVERY_PERF_NS	4000000000ULL	/* 4 s */
+#define TORCH_WINDOW_EVERY_PERF_NS	8000000000ULL	/* 8 s */
 /* 1000 calls: 5 ms of a job's time here, 1 ms or less on bare metal. */
 #define TORCH_WINDOW_CALLS	1000
 
