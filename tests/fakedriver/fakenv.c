@@ -167,7 +167,10 @@ static struct page *fakenv_pool_pop(struct fakenv_pool *p, bool clean_only,
 	return page;
 }
 
-/* An allocation's chunk from the pools: the node's, or any node's. */
+/*
+ * An allocation's chunk from the pools: the node's, or, for one on no
+ * node, any node's with CPUs (a memory-only node's pages are the GPU's).
+ */
 static struct page *fakenv_pool_take(int node, unsigned int size_idx)
 {
 	unsigned int order = fakenv_order[size_idx];
@@ -176,7 +179,8 @@ static struct page *fakenv_pool_take(int node, unsigned int size_idx)
 	int nid;
 
 	for (nid = 0; nid < FAKENV_MAX_NODES && !page; nid++) {
-		if (node != NUMA_NO_NODE && nid != node)
+		if (node != NUMA_NO_NODE ? nid != node :
+		    nid >= nr_node_ids || !node_state(nid, N_CPU))
 			continue;
 		page = fakenv_pool_pop(&fakenv_pools[nid][size_idx], false,
 				       &dirty);

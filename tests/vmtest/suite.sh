@@ -520,7 +520,11 @@ fnv_pool() {
 	echo 2 >/proc/sys/vm/drop_caches	# an empty pool to begin with
 	fnv_run p fp timeout $LONG umtrace trace --json --libcuda $FAKE -- \
 		alloc_mix -n 4 -s 8M -a alloc -F -o $W/fp.json || return 1
+	# what top says of the host while the pool holds the job's pages
+	timeout $LONG umtrace top --once -i 1s --libcuda $FAKE >$W/fpt.out 2>&1
+	avail0=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 	echo 2 >/proc/sys/vm/drop_caches
+	avail1=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 	fnv_snap p.2
 	taken=$(fnv_delta taken p.0 p.1); served=$(fnv_delta pool_out p.0 p.1)
 	kept=$(fnv_delta pool_in p.0 p.1); freed=$(fnv_delta freed p.0 p.1)
@@ -532,7 +536,8 @@ fnv_pool() {
 	fnv_info "pool: driver took $taken new pages, served $served from the pool ($zero of 4 calls HOST+ < 64K)," \
 		"kept $kept freed pages ($freed given back), scrubbed $scrubbed; umtrace HOST+ $up, HOST- $down at the frees"
 	fnv_info "pool: after the job the pool holds $(fnv_at pool p.1) pages, no process does (umtrace: no holder line yet);" \
-		"drop_caches: the shrinker gave back $shrunk"
+		"drop_caches: the shrinker gave back $shrunk, MemAvailable $((avail1 - avail0)) KiB more"
+	fnv_info "pool: top meanwhile: $(grep -m1 '^umtrace top' $W/fpt.out | sed 's/^umtrace top [^ ]*  //')"
 	near "$up" "$taken" 4 || { echo "HOST+ $up pages, the driver took $taken new"; return 1; }
 	[ "$down" = "$freed" ] || { echo "HOST- at the frees $down pages, the driver freed $freed"; return 1; }
 	[ "$served" -gt 0 ] && [ "$kept" -gt 0 ] && [ "$shrunk" = "$(fnv_at pool p.1)" ] ||
