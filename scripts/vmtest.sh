@@ -193,7 +193,7 @@ kernel_image() {
 	if [ -z "$img" ]; then
 		case $series in
 		*-16k) glob="${series%-16k}[.-]*-$da-16k" ;;
-		*) glob="$series[.-]*-cloud-$da" ;;
+		*) glob="${series}[.-]*-cloud-$da" ;;
 		esac
 		# shellcheck disable=SC2086 # $glob is a pattern
 		img=$(ls -d "$CACHE"/kernels/*/boot/vmlinuz-$glob 2>/dev/null | sort -V | tail -n1)

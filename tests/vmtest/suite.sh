@@ -453,13 +453,13 @@ FNV_POOLS=/sys/module/fakenv/parameters/pools
 FNV_SLACK=4
 
 fnv_info() { echo "fakedriver $*" >>$W/fnv.info; }
-fnv_snap() { cat /proc/fakenv >$W/fnv.$1; }
+fnv_snap() { cat /proc/fakenv >"$W/fnv.$1"; }
 # fnv_delta NAME A B: the change of a counter from snapshot A to B
 fnv_delta() {
 	awk -v k="$1" '$1 == k { v[FILENAME] = $2 } END { print v[ARGV[2]] - v[ARGV[1]] }' \
-		$W/fnv.$2 $W/fnv.$3
+		"$W/fnv.$2" "$W/fnv.$3"
 }
-fnv_at() { awk -v k="$1" '$1 == k { print $2 }' $W/fnv.$2; }
+fnv_at() { awk -v k="$1" '$1 == k { print $2 }' "$W/fnv.$2"; }
 fnv_clean() { [ "$(awk '$1 == "pool_dirty" { print $2 }' /proc/fakenv)" = 0 ]; }
 # usum OUT API FIELD: FIELD summed over API's records, in pages
 usum() {
@@ -475,16 +475,16 @@ near() { [ "$1" -ge "$2" ] && [ "$1" -le $(($2 + FNV_SLACK * $3)) ]; }
 fnv_run() {
 	name=$1 out=$2
 	shift 2
-	fnv_snap $name.0
-	env FAKECUDA_DRIVER=/dev/fakenv "$@" >$W/$out.out 2>$W/$out.err
+	fnv_snap "$name.0"
+	env FAKECUDA_DRIVER=/dev/fakenv "$@" >"$W/$out.out" 2>"$W/$out.err"
 	rc=$?
 	wait_until 60 fnv_clean
-	fnv_snap $name.1
-	[ "$rc" = 0 ] || { echo "exit $rc: $(grep -v '^libbpf' $W/$out.err | tail -n 2)"; return 1; }
+	fnv_snap "$name.1"
+	[ "$rc" = 0 ] || { echo "exit $rc: $(grep -v '^libbpf' "$W/$out.err" | tail -n 2)"; return 1; }
 }
 
 fnv_load() {
-	insmod $FNV_KO || return 1
+	insmod "$FNV_KO" || return 1
 	[ -c /dev/fakenv ] && [ -r /proc/fakenv ] || { echo "no /dev/fakenv or /proc/fakenv"; return 1; }
 	# the driver's threads, by their comms (cut to 15 characters, or whole
 	# where /proc gives a kernel thread's full name)
