@@ -59,6 +59,10 @@ NATIVE=(make gcc g++ clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev
 # python3-torch (1.13.1, with 160 packages, 144 MB) and mmdebstrap: real
 # PyTorch for tests/integration/test_real_torch.py; mmdebstrap builds the
 # trixie root its 2.x build runs in (scripts/fetch-torch.sh).
+# Its fake NVIDIA module is built with gcc-12 (NATIVE's gcc) and, for
+# arm64, gcc-aarch64-linux-gnu (--cross); scripts/vmtest.sh fetches the
+# kernels' headers and the kbuild tools itself (the tools it runs need
+# libelf1, which libelf-dev brings; only sign-file, never run, needs libssl3).
 # munge, slurmctld, slurmd, slurm-client (slurm-wlm's parts, 22.05 on
 # bookworm): the one-node Slurm of tests/integration/test_slurm.py, which
 # starts its own munged, slurmctld and slurmd; their services are kept from

@@ -10,8 +10,13 @@
 # dynamically linked programs run), the fake libcuda and the workloads in
 # /t (on PATH), NVIDIA's real libcuda.so.1 from Debian's libcuda1 in
 # /nvidia, and DIR's files in /add. Without --kernel, every kernel of the
-# matrix for the arch(es) is booted: 6.1 and 6.12 on both, and 5.10 on
-# x86_64, which umtrace must refuse (no task storage). Without COMMAND each
+# matrix for the arch(es) is booted: 6.1 and 6.12 on both, 6.12 with 16 KiB
+# pages on arm64, and 5.10 on x86_64, which umtrace must refuse (no task
+# storage). The fake NVIDIA kernel module (tests/fakedriver) is built
+# against each supported kernel's headers, fetched and cached as the
+# kernels are (amd64 kbuild tools, cross-compiled for arm64), and put in
+# /fakedriver/RELEASE/fakenv.ko; each guest has a second NUMA node of
+# memory and no CPU, as GH200's HBM. Without COMMAND each
 # guest runs the suite and one line per guest ends the output:
 #   vmtest: ARCH RELEASE: PASS (N checks) | FAIL (what) | REFUSED (why)
 # and the exit status is 1 if any guest failed. With COMMAND, its output is
@@ -85,7 +90,10 @@ debarch() { case $1 in x86_64) echo amd64 ;; arm64) echo arm64 ;; esac; }
 builddir() { case $1 in x86_64) echo "$ROOT/build/x86" ;; arm64) echo "$ROOT/build/arm64" ;; esac; }
 triplet() { case $1 in x86_64) echo x86_64-linux-gnu ;; arm64) echo aarch64-linux-gnu ;; esac; }
 # The kernel series of the matrix (README: umtrace needs 5.15 or later).
-matrix() { case $1 in x86_64) echo "6.1 6.12 5.10" ;; arm64) echo "6.1 6.12" ;; esac; }
+# 6.12-16k: Debian's arm64-16k flavour (16 KiB pages), from the same
+# 6.12 backport as the cloud kernels, so that bookworm's amd64 kbuild
+# tools build its modules (trixie's are linked against a newer glibc).
+matrix() { case $1 in x86_64) echo "6.1 6.12 5.10" ;; arm64) echo "6.1 6.12 6.12-16k" ;; esac; }
 
 # ---- fetching, with apt, into the cache ----
 
@@ -111,11 +119,12 @@ papt_init
 # series that apt sees (fetched if new); the newest cached one if apt
 # cannot be asked.
 kernel_image() {
-	local arch=$1 series=$2 da src re pkg dir img
+	local arch=$1 series=$2 da src re pkg dir img glob
 	da=$(debarch "$arch")
 	case $series in
 	6.1) src=s re="^linux-image-6\\.1\\.0-[0-9]+-cloud-$da-unsigned\$" ;;
 	6.12) src=s re="^linux-image-6\\.12\\.[0-9]+\\+deb12-cloud-$da-unsigned\$" ;;
+	6.12-16k) src=s re="^linux-image-6\\.12\\.[0-9]+\\+deb12-$da-16k-unsigned\$" ;;
 	5.10) src=p re="^linux-image-5\\.10\\.0-[0-9]+-cloud-$da-unsigned\$" ;;
 	esac
 	if [ "$src" = p ] && ! ls "$PAPT_DIR"/lists/*bullseye*Packages* >/dev/null 2>&1; then
@@ -132,8 +141,12 @@ kernel_image() {
 	fi
 	img=$(ls -d "${dir:-/nonexistent}"/boot/vmlinuz-* 2>/dev/null | head -n1)
 	if [ -z "$img" ]; then
-		img=$(ls -d "$CACHE"/kernels/*/boot/vmlinuz-"$series"[.-]*-cloud-"$da" \
-			2>/dev/null | sort -V | tail -n1)
+		case $series in
+		*-16k) glob="${series%-16k}[.-]*-$da-16k" ;;
+		*) glob="${series}[.-]*-cloud-$da" ;;
+		esac
+		# shellcheck disable=SC2086 # $glob is a pattern
+		img=$(ls -d "$CACHE"/kernels/*/boot/vmlinuz-$glob 2>/dev/null | sort -V | tail -n1)
 		[ -n "$img" ] || return 1
 		note "apt has no $series kernel for $da: using the cached $(basename "$img")"
 	fi
@@ -177,6 +190,71 @@ libcuda_for() {
 	[ -n "$dir" ] || dir="$CACHE/libcuda1-$da/*"
 	# shellcheck disable=SC2086 # $dir may be a pattern
 	ls -d $dir/usr/lib/*/nvidia/current/libcuda.so.*.* 2>/dev/null | sort -V | tail -n1
+}
+
+# ---- the fake NVIDIA kernel module ----
+
+FAKEDRV_SRCS=(Kbuild fakenv.c fakenv_uapi.h)
+
+# kbuild_tree RELEASE DEBARCH: the headers to build modules against for
+# kernel RELEASE: its linux-headers package, the common headers its
+# Makefile includes and the linux-kbuild tools of this machine's arch,
+# extracted into one tree in the cache (their symlinks are relative to
+# /usr), the Makefile's absolute include pointed into it.
+kbuild_tree() {
+	local rel=$1 da=$2 root=$CACHE/kbuild/$1 hdr tmp common kb d
+	hdr=$root/usr/src/linux-headers-$rel
+	if [ ! -e "$root/complete" ]; then
+		rm -rf "$root"
+		mkdir -p "$root"
+		tmp=$(mktemp -d "$CACHE/dl.XXXXXX")
+		note "fetching the headers of $rel"
+		download s "linux-headers-$rel:$da" "$tmp" &&
+			dpkg-deb -x "$tmp"/*.deb "$root" || { rm -rf "$tmp"; return 1; }
+		common=$(sed -n 's|^include /usr/src/\([^/]*\)/Makefile$|\1|p' "$hdr/Makefile")
+		kb=$(readlink "$hdr/scripts" | sed -n 's|^\.\./\.\./lib/\([^/]*\)/scripts$|\1|p')
+		rm -f "$tmp"/*.deb
+		[ -n "$common" ] && [ -n "$kb" ] &&
+			download s "$common" "$tmp" &&
+			download s "$kb:$(dpkg --print-architecture)" "$tmp" || { rm -rf "$tmp"; return 1; }
+		for d in "$tmp"/*.deb; do
+			dpkg-deb -x "$d" "$root"
+		done
+		rm -rf "$tmp"
+		sed -i "s|^include /usr/src/|include $root/usr/src/|" "$hdr/Makefile"
+		touch "$root/complete"
+	fi
+	echo "$hdr"
+}
+
+# fakedriver_for ARCH IMAGE: tests/fakedriver's module built for IMAGE's
+# kernel, kept in the cache by its sources' hash; nothing (and a note)
+# where it cannot be built, and the suite skips its checks saying why.
+fakedriver_for() {
+	local arch=$1 img=$2 rel sum out hdr src
+	local -a cross=()
+	rel=$(basename "$img")
+	rel=${rel#vmlinuz-}
+	! refusable "$rel" || return 0
+	sum=$(cd "$ROOT/tests/fakedriver" && cat "${FAKEDRV_SRCS[@]}" | sha256sum | cut -c 1-16)
+	out=$CACHE/fakedriver/$rel-$sum
+	if [ ! -e "$out/fakenv.ko" ]; then
+		hdr=$(kbuild_tree "$rel" "$(debarch "$arch")") ||
+			{ note "no headers for $rel: the fake driver's checks will skip"; return 0; }
+		src=$(mktemp -d "$WORK/fakedriver.XXXXXX")
+		(cd "$ROOT/tests/fakedriver" && cp "${FAKEDRV_SRCS[@]}" "$src/")
+		[ "$(triplet "$arch")" = "$(gcc -dumpmachine)" ] ||
+			cross=(ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-)
+		# No BTF for the module: it would need pahole, and nothing reads it.
+		if ! make -s -C "$hdr" M="$src" "${cross[@]}" CONFIG_DEBUG_INFO_BTF_MODULES= \
+			modules >"$src/build.log" 2>&1; then
+			note "the fake driver does not build for $rel: $(tail -n 3 "$src/build.log" | tr '\n' ' ')"
+			return 0
+		fi
+		mkdir -p "$out"
+		cp "$src/fakenv.ko" "$out/"
+	fi
+	echo "$out/fakenv.ko"
 }
 
 # ---- the initramfs ----
@@ -260,7 +338,7 @@ shquote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 # The IMAGEs' configs go to /boot, where umtrace reads the page flags'
 # layout (--device-nodes).
 make_initrd() {
-	local arch=$1 out=$2 bld stage bb lib f interp
+	local arch=$1 out=$2 bld stage bb lib f interp ko
 	shift 2
 	bld=$(builddir "$arch")
 	stage=$(mktemp -d "$WORK/stage.XXXXXX")
@@ -298,6 +376,8 @@ make_initrd() {
 	mkdir -p "$stage/boot"
 	for f in "$@"; do
 		cp "$(dirname "$f")"/config-* "$stage/boot/" 2>/dev/null || true
+		ko=$(fakedriver_for "$arch" "$f")
+		[ -z "$ko" ] || install -D -m 644 "$ko" "$stage/fakedriver/${f##*/vmlinuz-}/fakenv.ko"
 	done
 	write_init "$stage/init"
 	(cd "$stage" && find . | cpio -o -H newc -R 0:0 --quiet) >"$out"
@@ -338,7 +418,11 @@ boot() {
 	else
 		qemu+=(-accel "tcg,thread=${VMTEST_TCG:-single}")
 	fi
-	qemu+=(-smp 2 -m 2G -nodefaults -no-reboot -display none -serial stdio
+	# Node 1: memory and no CPU, as the HBM that GH200's driver onlines.
+	qemu+=(-smp 2 -m 2304M -object memory-backend-ram,id=ram0,size=2G
+		-object memory-backend-ram,id=ram1,size=256M
+		-numa node,nodeid=0,cpus=0-1,memdev=ram0 -numa node,nodeid=1,memdev=ram1
+		-nodefaults -no-reboot -display none -serial stdio
 		-kernel "$img" -initrd "$initrd" -append "$append")
 	local rc
 	set +e

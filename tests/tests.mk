@@ -37,10 +37,12 @@ UMT_WORKLOAD_LDFLAGS := -L$(UMT_TESTS_OUT) -l:libcuda.so.1 \
 	-Wl,-rpath,$(abspath $(UMT_TESTS_OUT)) -pthread
 
 $(FAKECUDA_LIB): $(UMT_FAKECUDA_DIR)/fake_libcuda.c \
-		 $(UMT_FAKECUDA_DIR)/cuda_fake.h $(UMT_FAKECUDA_DIR)/libcuda.map
+		 $(UMT_FAKECUDA_DIR)/cuda_fake.h $(UMT_FAKECUDA_DIR)/libcuda.map \
+		 $(UMT_TESTS_DIR)/fakedriver/fakenv_uapi.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(TEST_CFLAGS) -fPIC -pthread -o $@ $< $(UMT_FAKECUDA_LDFLAGS)
+	$(Q)$(CC) $(TEST_CFLAGS) -I$(UMT_TESTS_DIR)/fakedriver -fPIC -pthread -o $@ $< \
+		$(UMT_FAKECUDA_LDFLAGS)
 
 # compact_call: compaction inside a GPU call (test_trace); hostile: a job
 # whose name and symbols test_hostile patches into an attacker's bytes.

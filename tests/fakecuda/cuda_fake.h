@@ -251,6 +251,13 @@ void fakecuda_set_thread_delay_ms(unsigned int ms);
  * 0 without FAKECUDA_POOL=1. Not an entry point: nothing traces it.
  */
 unsigned long long fakecuda_pool_trim(void);
+/*
+ * With FAKECUDA_DRIVER: the GPU touches [ptr, ptr + len) of managed
+ * memory, and the fake kernel driver's "UVM GPU0 BH" thread faults those
+ * pages in for this process (its mm adopted, its memory cgroup active).
+ * Returns the bytes faulted in; 0 without the driver. Not an entry point.
+ */
+unsigned long long fakecuda_gpu_touch(CUdeviceptr ptr, size_t len);
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,16 @@
  * FAKECUDA_POOL_MAX_BYTES, and fakecuda_pool_trim() empties the pool
  * outside any entry point. Host and managed memory are never pooled.
  *
+ * FAKECUDA_DRIVER=/dev/fakenv (unified mode): the host pages of device
+ * memory come from the fake NVIDIA kernel module of the test guests
+ * (tests/fakedriver), as on GB10: cuMemAlloc*, cuMemAllocPitch* and the
+ * stream-ordered calls ask it for them (FAKENV_ALLOC, in the calling
+ * thread) and return a device address nothing maps; their frees hand
+ * them back to it (FAKENV_FREE), and its own pool, not this library's,
+ * decides whether the kernel gets them. fakecuda_gpu_touch() has its
+ * "UVM GPU0 BH" thread fault managed memory in, as a GPU access would.
+ * Without the variable nothing changes.
+ *
  * Knobs (environment, read once at load):
  *   FAKECUDA_MODE=M        unified (default) or discrete, as above
  *   FAKECUDA_POOL=0|1      pool freed device pages (default 0)
@@ -91,11 +101,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cuda_fake.h"
+#include "fakenv_uapi.h"
 
 #define FC_EXPORT __attribute__((noinline, used, visibility("default")))
 
@@ -130,6 +142,7 @@ enum fc_back {
 	FC_BACK_LAZY,		/* managed: paged on touch, never pooled */
 	FC_BACK_MEMFD,		/* unified cuMemCreate: memfd in aux */
 	FC_BACK_BK,		/* discrete: one bookkeeping page at aux */
+	FC_BACK_DRIVER,		/* FAKECUDA_DRIVER: the module's handle in aux */
 };
 
 struct fc_entry {
@@ -215,6 +228,9 @@ static unsigned int fc_spin_ms;
 static unsigned int fc_stall_ms;
 static unsigned long long fc_fail_every;
 static bool fc_thp;
+static int fc_drv_fd = -1;	/* FAKECUDA_DRIVER's device, when set */
+static int fc_drv_node = -1;	/* FAKECUDA_DRIVER_NODE: its NUMA node */
+static unsigned int fc_drv_flags;	/* FAKECUDA_DRIVER_RETRY: FAKENV_F_FAIL_ONCE */
 static unsigned long long fc_take_seq;
 static unsigned long long fc_handle_seq;
 static int fc_initialized;
@@ -664,7 +680,8 @@ static int fc_dev_addr(uint64_t len, bool v1, uint64_t *addr)
 
 static bool fc_poolable(uint32_t back)
 {
-	return fc_pool_on && back != FC_BACK_HOST && back != FC_BACK_LAZY;
+	return fc_pool_on && back != FC_BACK_HOST && back != FC_BACK_LAZY &&
+	       back != FC_BACK_DRIVER;
 }
 
 static uint32_t *fc_pool_bucket(uint32_t back, uint64_t len)
@@ -683,6 +700,9 @@ static void fc_back_free(uint32_t back, uint64_t mem, uint64_t len)
 		break;
 	case FC_BACK_BK:
 		fc_bk_give_back(mem);
+		break;
+	case FC_BACK_DRIVER:
+		ioctl(fc_drv_fd, FAKENV_FREE, &mem);
 		break;
 	default:
 		munmap((void *)(uintptr_t)mem, len);
@@ -815,8 +835,8 @@ static void fc_undo(uint32_t back, uint64_t mem, uint64_t len, uint64_t taken)
 /* Where an entry's host pages are, and how many bytes of them. */
 static uint64_t fc_entry_mem(const struct fc_entry *e)
 {
-	return e->back == FC_BACK_BK || e->back == FC_BACK_MEMFD ? e->aux
-								 : e->key;
+	return e->back == FC_BACK_BK || e->back == FC_BACK_MEMFD ||
+	       e->back == FC_BACK_DRIVER ? e->aux : e->key;
 }
 
 static uint64_t fc_entry_host_len(const struct fc_entry *e)
@@ -917,6 +937,35 @@ static CUresult fc_alloc_discrete(struct fc_entry *e, bool v1,
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/*
+ * FAKECUDA_DRIVER: the module takes the pages in this thread (*taken: what
+ * it took from the page allocator, not what its pool served) and keeps
+ * them under a handle; the address is a device address, tracked here.
+ */
+static CUresult fc_alloc_driver(struct fc_entry *e, uint64_t *taken)
+{
+	struct fakenv_alloc a = { .size = e->size, .node = fc_drv_node,
+				  .flags = fc_drv_flags };
+	int err = -EEXIST, tries;
+
+	*taken = 0;
+	if (ioctl(fc_drv_fd, FAKENV_ALLOC, &a))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	e->back = FC_BACK_DRIVER;
+	e->aux = a.handle;
+	for (tries = 0; tries < 8 && err == -EEXIST; tries++) {
+		err = fc_dev_addr(e->size, false, &e->key);
+		if (!err)
+			err = fc_track(e);
+	}
+	if (err) {
+		fc_back_free(FC_BACK_DRIVER, a.handle, e->size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*taken = a.pages_new * fc_page;
+	return CUDA_SUCCESS;
+}
+
 /* Allocate @size bytes for @api, record them as @kind, return the address. */
 static CUresult fc_alloc(unsigned int api, uint64_t size, enum fc_map_mode mode,
 			 uint32_t kind, uintptr_t *out)
@@ -934,6 +983,11 @@ static CUresult fc_alloc(unsigned int api, uint64_t size, enum fc_map_mode mode,
 	if (fc_mode == FAKECUDA_MODE_DISCRETE && kind == FC_KIND_DEVICE &&
 	    mode != FC_LAZY) {
 		ret = fc_alloc_discrete(&e, mode == FC_POPULATE_32BIT, &taken);
+		if (ret != CUDA_SUCCESS)
+			return ret;
+	} else if (fc_drv_fd >= 0 && kind == FC_KIND_DEVICE &&
+		   mode == FC_POPULATE) {
+		ret = fc_alloc_driver(&e, &taken);
 		if (ret != CUDA_SUCCESS)
 			return ret;
 	} else {
@@ -1736,6 +1790,25 @@ FC_EXPORT void fakecuda_set_thread_delay_ms(unsigned int ms)
 	fc_thread_delay_ms = ms;
 }
 
+/*
+ * The driver's BH thread takes one page of its own per 2 MiB it faults for
+ * a job (with 4 KiB pages), charged to the job: UVM's bookkeeping.
+ */
+#define FC_BH_PAGES_PER_KERNEL_PAGE	512
+
+FC_EXPORT unsigned long long fakecuda_gpu_touch(CUdeviceptr ptr, size_t len)
+{
+	struct fakenv_bh_fault f = { .addr = ptr, .len = len };
+
+	if (fc_drv_fd < 0 || !len)
+		return 0;
+	f.kernel_pages = (len / fc_page + FC_BH_PAGES_PER_KERNEL_PAGE - 1) /
+			 FC_BH_PAGES_PER_KERNEL_PAGE;
+	if (ioctl(fc_drv_fd, FAKENV_BH_FAULT, &f))
+		return 0;
+	return f.pages_faulted * fc_page;
+}
+
 FC_EXPORT unsigned long long fakecuda_pool_trim(void)
 {
 	unsigned long long bytes = 0, chunks = 0;
@@ -1776,6 +1849,32 @@ static void fc_prefault(void *p, size_t len)
 }
 
 /*
+ * FAKECUDA_DRIVER names the fake kernel driver's device; unified mode
+ * only (a discrete GPU's device memory is not host memory).
+ */
+static void fc_drv_open(void)
+{
+	const char *dev = getenv("FAKECUDA_DRIVER");
+
+	if (!dev || !*dev)
+		return;
+	if (fc_mode != FAKECUDA_MODE_UNIFIED) {
+		fc_bad_env("FAKECUDA_DRIVER", dev, "unset in discrete mode");
+		return;
+	}
+	fc_drv_fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fc_drv_fd < 0) {
+		fprintf(stderr, "fakecuda: cannot open FAKECUDA_DRIVER %s: %s\n",
+			dev, strerror(errno));
+		fc_config_bad = true;
+		return;
+	}
+	fc_drv_node = (int)fc_env_ull("FAKECUDA_DRIVER_NODE", (unsigned long long)-1);
+	if (fc_env_ull("FAKECUDA_DRIVER_RETRY", 0))
+		fc_drv_flags |= FAKENV_F_FAIL_ONCE;
+}
+
+/*
  * Everything that could take pages for bookkeeping happens here, at load:
  * the table is mapped populated, and the counters' first write (a
  * copy-on-write fault on this library's .data/.bss) happens now rather
@@ -1794,6 +1893,7 @@ __attribute__((constructor)) static void fc_setup(void)
 	fc_stall_ms = (unsigned int)fc_env_ull("FAKECUDA_STALL_MS", 0);
 	fc_fail_every = fc_env_ull("FAKECUDA_FAIL_EVERY", 0);
 	fc_thp = fc_env_ull("FAKECUDA_THP", 0) != 0;
+	fc_drv_open();
 	slots = fc_env_ull("FAKECUDA_TABLE_SLOTS", fc_initial_slots);
 	if (slots >= 16 && slots <= (1ULL << 28) && !(slots & (slots - 1)))
 		fc_initial_slots = (size_t)slots;

@@ -94,6 +94,7 @@ struct am_counts {
 	unsigned long long bytes[FAKECUDA_API_COUNT];
 	unsigned long long failed[FAKECUDA_API_COUNT];
 	unsigned long long managed_touched;
+	unsigned long long gpu_touched;
 };
 
 /* One live allocation, whatever API made it. */
@@ -246,7 +247,11 @@ static int am_alloc_pitch_v1(struct am_thread *t, struct am_rec *r,
 	return 0;
 }
 
-/* Lazy: only the first half gets pages, on touch, outside the call. */
+/*
+ * Lazy: only the first half gets pages, on touch, outside the call. With
+ * the fake kernel driver (FAKECUDA_DRIVER) the GPU then touches the second
+ * half: the driver's BH thread faults it in.
+ */
 static int am_alloc_managed(struct am_thread *t, struct am_rec *r,
 			    unsigned long iter)
 {
@@ -256,6 +261,8 @@ static int am_alloc_managed(struct am_thread *t, struct am_rec *r,
 		    (&r->ptr, r->bytes, CU_MEM_ATTACH_GLOBAL)))
 		return -1;
 	t->cnt.managed_touched += am_touch(r->ptr, r->bytes / 2);
+	t->cnt.gpu_touched += fakecuda_gpu_touch(r->ptr + r->bytes / 2,
+						 r->bytes - r->bytes / 2);
 	return 0;
 }
 
@@ -641,6 +648,7 @@ static void am_sum(struct am_counts *sum, const struct am_counts *c)
 		sum->failed[i] += c->failed[i];
 	}
 	sum->managed_touched += c->managed_touched;
+	sum->gpu_touched += c->gpu_touched;
 }
 
 static void am_json_calls(FILE *f, const struct am_counts *c)
@@ -763,8 +771,8 @@ static void am_json(FILE *f, const struct am_thread *th,
 	am_json_opts(f);
 	am_json_calls(f, sum);
 	fprintf(f, "  \"failed_calls\": %llu,\n  \"populated_bytes\": %llu,\n"
-		"  \"managed_touched_bytes\": %llu,\n",
-		failed, st->populated_total, sum->managed_touched);
+		"  \"managed_touched_bytes\": %llu,\n  \"gpu_touched_bytes\": %llu,\n",
+		failed, st->populated_total, sum->managed_touched, sum->gpu_touched);
 	am_json_status(f);
 	am_json_fake(f, st);
 	if (opt.inflight)
