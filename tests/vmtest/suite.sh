@@ -467,7 +467,8 @@ FNV_POOLS=/sys/module/fakenv/parameters/pools
 # really taken in a call: the slab pages behind the driver's handle table
 # and chunk array (xarray, kvzalloc) in a process's first call (5 on x86,
 # 2 to 5 on arm64; every later call is exact), and the job's page-table
-# pages the BH thread fills (up to 4).
+# pages the BH thread fills (up to 4). A call may also free a page the
+# driver does not count (one seen once on arm64 6.1, in the retry's call).
 FNV_SLACK=8
 
 fnv_info() { echo "fakedriver $*" >>$W/fnv.info; }
@@ -526,7 +527,7 @@ fnv_eager() {
 	fnv_info "eager: driver took $((taken + retried)) pages in the calls ($retried of them freed there), freed $freed at the frees;" \
 		"umtrace HOST+ $up, HOST- $back in the calls, HOST- $down at the frees"
 	near "$up" $((taken + retried)) || { echo "HOST+ $up pages, the driver took $((taken + retried))"; return 1; }
-	[ "$back" = "$retried" ] || { echo "HOST- in the calls $back pages, the driver freed $retried"; return 1; }
+	near "$back" "$retried" || { echo "HOST- in the calls $back pages, the driver freed $retried"; return 1; }
 	[ "$down" = "$freed" ] || { echo "HOST- at the frees $down pages, the driver freed $freed"; return 1; }
 }
 
