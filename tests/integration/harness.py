@@ -210,8 +210,18 @@ class Env:
         return TraceResult(p.returncode, out, err)
 
     def cleanup(self):
-        for p in self._procs:
-            if p.poll() is None:
+        # umtrace first, with SIGINT: a guard killed outright leaves its
+        # kernel side armed and pinned (by design), which would go on
+        # stopping the next tests' jobs at this test's floor.
+        live = [p for p in self._procs if p.poll() is None]
+        ours = [p for p in live if p.args and p.args[0] == self.umtrace]
+        for p in ours:
+            p.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 10
+        for p in live:
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()) if p in ours else 0)
+            except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(timeout=30)
         self._procs = []
