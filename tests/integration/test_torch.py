@@ -328,24 +328,34 @@ def test_torch_container_discovery(env):
     assert o and all(o[0][k] == final[k] for k in FIGURES), (o, final)
 
 
+def fresh(env, name):
+    """A temp file of this test's, not there yet."""
+    path = env.tmpfile(name)
+    if os.path.exists(path):
+        os.unlink(path)
+    return path
+
+
+def record_job(env, rec, job_args):
+    """`umtrace record -o REC -- torch_alloc JOB_ARGS`: its stderr."""
+    c10, job = paths(env)
+    p = subprocess.run([env.umtrace, "record", "-o", rec, "--stack", "fp", "--libcuda",
+                        env.fake, "--libc10", c10, "--", job, *job_args],
+                       capture_output=True, text=True, timeout=120, env=DISCRETE)
+    assert p.returncode == 0, p.stderr[-600:]
+    return p.stderr
+
+
 def test_torch_record_report_timeline(env):
     """record keeps the samples: a report of the file tells what a live one
     would (figures, verdict, advice), and the timeline draws the job's
     reserved and allocated."""
-    c10, job = paths(env)
-    rec = env.tmpfile("torch.umt")
-    truth = env.tmpfile("torch-rec.json")
-    for f in (rec, truth):
-        if os.path.exists(f):
-            os.unlink(f)
-    p = subprocess.run([env.umtrace, "record", "-o", rec, "--stack", "fp", "--libcuda",
-                        env.fake, "--libc10", c10, "--", job, "-m", "fragment", "-g", "2",
-                        "-s", "60", "-w", "100", "-M", "16G", "-o", truth],
-                       capture_output=True, text=True, timeout=120, env=DISCRETE)
-    assert p.returncode == 0, p.stderr[-600:]
-    m = re.search(r"and (\d+) PyTorch allocator samples", p.stderr)
+    rec, truth = fresh(env, "torch.umt"), fresh(env, "torch-rec.json")
+    err = record_job(env, rec, ["-m", "fragment", "-g", "2", "-s", "60", "-w", "100",
+                                "-M", "16G", "-o", truth])
+    m = re.search(r"and (\d+) PyTorch allocator samples", err)
     # 6 s of samples at 100 ms, and the last one at the job's end
-    assert m and 30 <= int(m.group(1)) <= 200, p.stderr
+    assert m and 30 <= int(m.group(1)) <= 200, err
     final = truth_of(truth)["final"]
     r = subprocess.run([env.umtrace, "report", "--json", rec], capture_output=True, text=True,
                        timeout=60)
@@ -358,9 +368,7 @@ def test_torch_record_report_timeline(env):
     assert "PyTorch's caching allocator" in t.stdout and "verdict fragmentation" in t.stdout, \
         t.stdout[-1500:]
     assert "advice: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in t.stdout, t.stdout
-    svg = env.tmpfile("torch.svg")
-    if os.path.exists(svg):
-        os.unlink(svg)
+    svg = fresh(env, "torch.svg")
     s = subprocess.run([env.umtrace, "timeline", rec, "-o", svg], capture_output=True,
                        text=True, timeout=60)
     assert s.returncode == 0, s.stderr
@@ -494,16 +502,8 @@ def test_torch_burst_episodes(env):
 def test_torch_burst_record_report_timeline(env):
     """The same from a recording: report FILE (text and --json) and the
     timeline's shaded bands, one per episode, labelled by kind."""
-    c10, job = paths(env)
-    rec = env.tmpfile("torch-burst.umt")
-    svg = env.tmpfile("torch-burst.svg")
-    for f in (rec, svg):
-        if os.path.exists(f):
-            os.unlink(f)
-    p = subprocess.run([env.umtrace, "record", "-o", rec, "--stack", "fp", "--libcuda",
-                        env.fake, "--libc10", c10, "--", job, *BURST, "-o", "/dev/null"],
-                       capture_output=True, text=True, timeout=120, env=DISCRETE)
-    assert p.returncode == 0, p.stderr[-600:]
+    rec, svg = fresh(env, "torch-burst.umt"), fresh(env, "torch-burst.svg")
+    record_job(env, rec, [*BURST, "-o", "/dev/null"])
     r = subprocess.run([env.umtrace, "report", "--json", rec], capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stderr
