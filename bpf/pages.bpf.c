@@ -45,6 +45,46 @@ __s64 compacting_tasks;
 struct in_softirq_map in_softirq SEC(".maps");
 
 /*
+ * The NVIDIA driver's page pool (driver 590+) keeps the pages its frees
+ * release and serves its allocations from them; only its shrinker gives
+ * them back, from kswapd, direct reclaim or drop_caches, in whatever task
+ * reclaims. User space names the driver's code (driver_text, [start, end)
+ * of its modules' text) and reads what came back (driver_shrunk_pages);
+ * the threads inside one of its shrinkers now are in in_driver_shrink,
+ * and driver_shrinking says whether any is, so that other frees pay one
+ * load.
+ */
+__u64 driver_text[UMT_DRIVER_RANGES][2];
+__u64 driver_shrunk_pages;
+__s64 driver_shrinking;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);	/* tid */
+	__type(value, __u8);
+} in_driver_shrink SEC(".maps");
+
+static __always_inline bool driver_code(__u64 addr)
+{
+	int i;
+
+	for (i = 0; i < UMT_DRIVER_RANGES; i++)
+		if (addr >= driver_text[i][0] && addr < driver_text[i][1])
+			return true;
+	return false;
+}
+
+static __always_inline bool in_driver_shrinker(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!READ_ONCE(driver_shrinking))
+		return false;
+	return bpf_map_lookup_elem(&in_driver_shrink, &tid) != NULL;
+}
+
+/*
  * page->flags is the word itself up to 6.16; 6.17 wrapped it in a struct
  * (memdesc_flags_t). Both flavours are read directly, the one the running
  * kernel has chosen at load: through bpf_probe_read_kernel() the guard's
@@ -168,6 +208,11 @@ int BPF_PROG(page_free, struct page *page, unsigned int order)
 	if (on_device_node(page) || new_to_allocator(page, order))
 		return 0;
 	guard_page_free(1ULL << order);
+	/* The pool's pages, not the reclaiming task's (nor its call's). */
+	if (in_driver_shrinker()) {
+		__sync_fetch_and_add(&driver_shrunk_pages, 1ULL << order);
+		return 0;
+	}
 	w = current_window();
 	if (!w && !count_outside)
 		return 0;
@@ -255,5 +300,33 @@ SEC("tp_btf/softirq_exit")
 int BPF_PROG(softirq_exit, unsigned int vec)
 {
 	mark_softirq(0);
+	return 0;
+}
+
+/*
+ * A shrinker begins (only when it has something to free) and ends in the
+ * same task, around its scans; the driver's are told by their scan
+ * function. Loaded only where user space shows the driver's pool.
+ */
+SEC("tp_btf/mm_shrink_slab_start")
+int BPF_PROG(driver_shrink_start, struct shrinker *shr)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u8 one = 1;
+
+	if (!shr || !driver_code((__u64)shr->scan_objects))
+		return 0;
+	if (!bpf_map_update_elem(&in_driver_shrink, &tid, &one, BPF_NOEXIST))
+		__sync_fetch_and_add(&driver_shrinking, 1);
+	return 0;
+}
+
+SEC("tp_btf/mm_shrink_slab_end")
+int BPF_PROG(driver_shrink_end, struct shrinker *shr)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!bpf_map_delete_elem(&in_driver_shrink, &tid))
+		__sync_fetch_and_add(&driver_shrinking, -1);
 	return 0;
 }

@@ -24,6 +24,11 @@
 
 /* NUMA nodes the kernel side can tell apart (the kernel's limit, 1 << 10). */
 #define UMT_MAX_NODES		1024
+/*
+ * Ranges of the NVIDIA driver's code (its modules' text, from
+ * /proc/kallsyms) whose shrinkers give its page pool back to the kernel.
+ */
+#define UMT_DRIVER_RANGES	4
 
 /* Every ring-buffer record starts with one of these. */
 enum umt_rec_type {

@@ -15,7 +15,7 @@
 # storage). The fake NVIDIA kernel module (tests/fakedriver) is built
 # against each supported kernel's headers, fetched and cached as the
 # kernels are (amd64 kbuild tools, cross-compiled for arm64), and put in
-# /fakedriver/RELEASE/fakenv.ko; each guest has a second NUMA node of
+# /fakedriver/RELEASE/nvidia.ko (named as the real driver is); each guest has a second NUMA node of
 # memory and no CPU, as GH200's HBM. Without COMMAND each
 # guest runs the suite and one line per guest ends the output:
 #   vmtest: ARCH RELEASE: PASS (N checks) | FAIL (what) | REFUSED (why)
@@ -238,7 +238,7 @@ fakedriver_for() {
 	! refusable "$rel" || return 0
 	sum=$(cd "$ROOT/tests/fakedriver" && cat "${FAKEDRV_SRCS[@]}" | sha256sum | cut -c 1-16)
 	out=$CACHE/fakedriver/$rel-$sum
-	if [ ! -e "$out/fakenv.ko" ]; then
+	if [ ! -e "$out/nvidia.ko" ]; then
 		hdr=$(kbuild_tree "$rel" "$(debarch "$arch")") ||
 			{ note "no headers for $rel: the fake driver's checks will skip"; return 0; }
 		src=$(mktemp -d "$WORK/fakedriver.XXXXXX")
@@ -252,9 +252,9 @@ fakedriver_for() {
 			return 0
 		fi
 		mkdir -p "$out"
-		cp "$src/fakenv.ko" "$out/"
+		cp "$src/nvidia.ko" "$out/"
 	fi
-	echo "$out/fakenv.ko"
+	echo "$out/nvidia.ko"
 }
 
 # ---- the initramfs ----
@@ -377,7 +377,7 @@ make_initrd() {
 	for f in "$@"; do
 		cp "$(dirname "$f")"/config-* "$stage/boot/" 2>/dev/null || true
 		ko=$(fakedriver_for "$arch" "$f")
-		[ -z "$ko" ] || install -D -m 644 "$ko" "$stage/fakedriver/${f##*/vmlinuz-}/fakenv.ko"
+		[ -z "$ko" ] || install -D -m 644 "$ko" "$stage/fakedriver/${f##*/vmlinuz-}/nvidia.ko"
 	done
 	write_init "$stage/init"
 	(cd "$stage" && find . | cpio -o -H newc -R 0:0 --quiet) >"$out"

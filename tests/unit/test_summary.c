@@ -230,8 +230,65 @@ static void test_written_out(void)
 	summary__free(&s);
 }
 
+/*
+ * The driver's page pool: a free that gives no page back keeps its size,
+ * an allocation that takes none is served from what is kept (never more),
+ * the shrinker's returns come off; device memory counts unless discrete.
+ */
+static void test_driver_pool(void)
+{
+	const uint64_t mib = 1 << 20, pg = 4096;
+	struct summary s;
+	struct umt_call_rec r;
+	bool device;
+
+	summary__init(&s, pg);
+	platform__init(&s.platform, PLATFORM_UNIFIED);
+	/* a lazy driver's allocation took nothing: the empty pool served none */
+	r = rec(10, UMT_API_MEM_ALLOC_V2, 0xa000, 8 * mib, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(driver_pool__out(&s.pool, true), 0, "nothing served from an empty pool");
+	r = rec(10, UMT_API_MEM_FREE_V2, 0xa000, 0, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(summary__pool_holds(&s, &device), 8 * mib, "a free that kept its pages");
+	CHECK(device, "device memory counted on unified", "");
+	/* 6 MiB served, 1 page of it new (plus a retry's page taken and freed) */
+	r = rec(10, UMT_API_MEM_ALLOC_V2, 0xb000, 6 * mib, 2);
+	r.pages_freed = 1;
+	summary__consume(&s, &r);
+	CHECK_EQ(driver_pool__out(&s.pool, true), 6 * mib - pg, "served: what it did not take");
+	CHECK_EQ(summary__pool_holds(&s, NULL), 2 * mib + pg, "left in the pool");
+	/* its free gives half back: half kept; a size rounds up to the page */
+	r = rec(10, UMT_API_MEM_FREE_V2, 0xb000, 0, 0);
+	r.pages_freed = 3 * mib / pg;
+	summary__consume(&s, &r);
+	CHECK_EQ(driver_pool__in(&s.pool, true), 11 * mib, "kept in all");
+	driver_pool__shrunk(&s.pool, 4 * mib);
+	CHECK_EQ(summary__pool_holds(&s, NULL), mib + pg, "after the shrinker");
+	driver_pool__shrunk(&s.pool, 64 * mib);
+	CHECK_EQ(summary__pool_holds(&s, NULL), 0, "never below empty");
+	summary__free(&s);
+
+	/* discrete: device memory is not host RAM, pinned host memory is */
+	summary__init(&s, pg);
+	platform__init(&s.platform, PLATFORM_DISCRETE);
+	r = rec(11, UMT_API_MEM_ALLOC_V2, 0xa000, 8 * mib, 0);
+	summary__consume(&s, &r);
+	r = rec(11, UMT_API_MEM_FREE_V2, 0xa000, 0, 0);
+	summary__consume(&s, &r);
+	r = rec(11, UMT_API_MEM_HOST_ALLOC, 0xc000, 2 * mib + 1, 2 * mib / pg + 1);
+	summary__consume(&s, &r);
+	r = rec(11, UMT_API_MEM_FREE_HOST, 0xc000, 0, 0);
+	summary__consume(&s, &r);
+	CHECK_EQ(summary__pool_holds(&s, &device), 2 * mib + pg, "pinned kept, device not");
+	CHECK(!device, "no device memory on discrete", "");
+	CHECK(driver_pool__seen(&s.pool, false), "seen", "");
+	summary__free(&s);
+}
+
 int main(void)
 {
+	RUN_SUBTEST(test_driver_pool);
 	RUN_SUBTEST(test_exit_releases);
 	RUN_SUBTEST(test_alloc_free);
 	RUN_SUBTEST(test_failed_and_died);

@@ -204,6 +204,8 @@ int probes__load(struct probes *p, const struct probe_cfg *cfg)
 				  cfg->guard || cfg->count_outside);
 	bpf_program__set_autoload(skel->progs.kswapd_wake, !!cfg->guard);
 	bpf_program__set_autoload(skel->progs.rss_stat, cfg->count_kthreads);
+	bpf_program__set_autoload(skel->progs.driver_shrink_start, cfg->driver_pool);
+	bpf_program__set_autoload(skel->progs.driver_shrink_end, cfg->driver_pool);
 	bpf_program__set_autoload(skel->progs.task_rename,
 				  cfg->guard && cfg->guard->scope == UMT_SCOPE_COMM);
 	kbtf = btf__load_vmlinux_btf();
@@ -444,6 +446,41 @@ int probes__kthreads_fd(const struct probes *p)
 	if (!p->skel || !p->skel->rodata->count_kthreads)
 		return -1;
 	return bpf_map__fd(p->skel->maps.kthread_pages);
+}
+
+/* The driver's modules: the GPU driver proper keeps the page pool. */
+static const char *const driver_modules[] = { "nvidia" };
+#define N_DRIVER_MODULES (sizeof(driver_modules) / sizeof(driver_modules[0]))
+
+int probes__driver_find(struct probes *p)
+{
+	uint64_t ranges[UMT_DRIVER_RANGES][2] = {};
+	size_t i;
+	int n;
+
+	if (!p->skel || !bpf_program__autoload(p->skel->progs.driver_shrink_start))
+		return 0;
+	for (i = 0; i < N_DRIVER_MODULES; i++)
+		if (proc__module_loaded(driver_modules[i]))
+			break;
+	if (i == N_DRIVER_MODULES)
+		return 0;
+	n = proc__module_text(driver_modules, N_DRIVER_MODULES, ranges,
+			      UMT_DRIVER_RANGES);
+	if (n <= 0)
+		return n;
+	memcpy((void *)p->skel->bss->driver_text, ranges, sizeof(ranges));
+	vlog("the driver's page pool: its shrinkers in %d module%s", n, n == 1 ? "" : "s");
+	return n;
+}
+
+bool probes__driver_shrunk(const struct probes *p, uint64_t *pages)
+{
+	if (!p->skel || !bpf_program__autoload(p->skel->progs.driver_shrink_start) ||
+	    !p->skel->bss->driver_text[0][1])
+		return false;
+	*pages = __atomic_load_n(&p->skel->bss->driver_shrunk_pages, __ATOMIC_RELAXED);
+	return true;
 }
 
 int probes__proc_pages_fd(const struct probes *p)

@@ -40,6 +40,7 @@ struct probe_cfg {
 	bool batch_wakeups;	/* wake the reader at 1/8 full, not per record */
 	bool count_outside;	/* host pages GPU processes take outside calls */
 	bool count_kthreads;	/* host pages kernel threads take (kthreads.c) */
+	bool driver_pool;	/* what the driver's pool shrinker gives back */
 	bool managed_faults;	/* charge managed first-touch pages (x86) */
 	bool skip_softirq_frees;	/* softirqs' frees are no task's (not for the guard) */
 	bool torch;			/* load PyTorch's allocator hook (probes__attach_torch) */
@@ -130,6 +131,18 @@ int probes__managed_fd(const struct probes *p);
 const struct umt_torch_slot *probes__torch_slots(const struct probes *p);
 /* The kernel threads' pages map (count_kthreads), -1 without it. */
 int probes__kthreads_fd(const struct probes *p);
+/*
+ * Find the NVIDIA driver's code for the pool's shrinker programs, when it
+ * is loaded (/proc/modules, then /proc/kallsyms, whose addresses take
+ * CAP_SYSLOG): how many modules' text, 0 if none, or -errno. A driver
+ * loaded later is not seen.
+ */
+int probes__driver_find(struct probes *p);
+/*
+ * Base pages the driver's pool shrinker gave back since the load; false
+ * when they are not watched (not asked for, or no driver found).
+ */
+bool probes__driver_shrunk(const struct probes *p, uint64_t *pages);
 void probes__stats(const struct probes *p, struct probe_stats *st);
 void probes__destroy(struct probes *p);
 /* The programs this load verified. */

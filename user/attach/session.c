@@ -378,6 +378,7 @@ static int load_and_attach(struct session *s)
 		.batch_wakeups = s->batch_wakeups,
 		.count_outside = s->count_outside,
 		.count_kthreads = s->count_kthreads,
+		.driver_pool = s->driver_pool,
 		.managed_faults = s->ao->managed_faults,
 		.skip_softirq_frees = !s->guard,
 		.torch = s->torch,
@@ -409,6 +410,9 @@ static int load_and_attach(struct session *s)
 			   clock__mono_ns());
 	torch_windows(s, clock__mono_ns());
 	err = probes__attach_kernel(&s->probes);
+	/* The addresses in /proc/kallsyms need the capabilities kept until now. */
+	if (!err && probes__driver_find(&s->probes) < 0)
+		wlog("cannot find the NVIDIA driver's code: its page pool's returns are not seen");
 	if (!err)
 		err = attach_new_libs(s);
 	if (err)

@@ -72,6 +72,7 @@ struct session {
 	bool batch_wakeups;
 	bool count_outside;		/* see struct probe_cfg */
 	bool count_kthreads;		/* see struct probe_cfg */
+	bool driver_pool;		/* see struct probe_cfg */
 	const struct guard_kcfg *guard;	/* NULL: no guard */
 	probes_leave_fn leave;		/* see struct probe_cfg */
 	/* Probe PyTorch's allocator hook in libc10 files (--libc10, or found). */

@@ -135,6 +135,7 @@ static void fill_cfg(const struct check *c, struct probe_cfg *cfg, struct guard_
 		cfg->torch = true;
 		cfg->count_outside = true;
 		cfg->count_kthreads = true;
+		cfg->driver_pool = true;
 		break;
 	case CHECK_RECORD:
 		cfg->batch_wakeups = false;

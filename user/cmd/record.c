@@ -119,8 +119,14 @@ static void sample(struct record *rc)
 {
 	struct rec_sample s;
 
+	uint64_t shrunk;
+
 	if (rc->write_err || rec_sample__read(&s, &rc->session.nodes))
 		return;
+	if (probes__driver_shrunk(&rc->session.probes, &shrunk)) {
+		s.has_shrunk = true;
+		s.driver_shrunk = shrunk * page__size();
+	}
 	check(rc, recording_writer__add_sample(rc->w, &s));
 }
 
@@ -265,6 +271,7 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	session__init(&rc.session, &rc.ao, rc.cmd, &record_ops, &rc);
+	rc.session.driver_pool = true;
 	rc.session.duration_ms = rc.duration_ms;
 	rc.session.tick_ms = TICK_MS;
 	rc.session.torch = true;

@@ -17,6 +17,7 @@
 #include "cmd/commands.h"
 #include "cmd/json.h"
 #include "export/kthreads_out.h"
+#include "export/summary_out.h"
 #include "export/torch_out.h"
 #include "lib/escape.h"
 #include "lib/log.h"
@@ -519,6 +520,11 @@ static void print_report(struct report *rp)
 		print_totals_text(rp);
 		print_floor(rp, span);
 	}
+	/* Live, it comes after the kernel threads, the shrinker's figure read last. */
+	if (rp->file && rp->json)
+		export_pool_json(&rp->view.summary, stdout);
+	else if (rp->file)
+		export_pool_text(&rp->view.summary, stdout);
 	fflush(stdout);
 	free(v);
 }
@@ -595,6 +601,21 @@ static void print_kthreads(struct report *rp)
 	free(rows);
 }
 
+/* The driver's page pool as the report's calls and the kernel saw it. */
+static void print_pool(struct report *rp)
+{
+	struct summary *sm = &rp->view.summary;
+	uint64_t shrunk;
+
+	if (probes__driver_shrunk(&rp->session.probes, &shrunk))
+		driver_pool__shrunk(&sm->pool, shrunk * sm->page_size);
+	if (rp->json)
+		export_pool_json(sm, stdout);
+	else
+		export_pool_text(sm, stdout);
+	fflush(stdout);
+}
+
 static int report_live(struct report *rp)
 {
 	struct probe_stats st;
@@ -609,6 +630,7 @@ static int report_live(struct report *rp)
 	session__init(&rp->session, &rp->ao, rp->cmd, &report_ops, rp);
 	rp->session.duration_ms = rp->duration_ms;
 	rp->session.count_kthreads = true;
+	rp->session.driver_pool = true;
 	rp->session.torch = true;
 	rp->session.ustack_bytes = callstack__ustack_bytes(&rp->cs);
 	err = session__start(&rp->session);
@@ -621,6 +643,7 @@ static int report_live(struct report *rp)
 		if (!err) {
 			print_report(rp);
 			print_kthreads(rp);
+			print_pool(rp);
 		}
 	}
 	code = session__exit_code(&rp->session, err);

@@ -147,6 +147,9 @@ static void print_text(const struct guard_status *st, bool alive)
 	       met, fmt_bytes(st->metric_value, a, sizeof(a)),
 	       fmt_bytes_signed(st->headroom, false, b, sizeof(b)),
 	       (long long)(now - st->updated));
+	if (st->driver_pool_seen)
+		printf("driver page pool: holds %s no process does (reclaimable under pressure, "
+		       "not in MemAvailable)\n", fmt_bytes(st->driver_pool, a, sizeof(a)));
 	print_slide(st);
 	print_pages(st);
 	print_memlock(st);
@@ -213,6 +216,8 @@ static void print_json(const struct guard_status *st, bool alive)
 	jsonw__bool(&w, "dry_run", st->dry_run);
 	jsonw__i64(&w, "headroom", st->headroom);
 	jsonw__u64(&w, "metric_value", st->metric_value);
+	if (st->driver_pool_seen)
+		jsonw__u64(&w, "driver_pool", st->driver_pool);
 	jsonw__u64(&w, "samples", st->samples);
 	jsonw__u64(&w, "checks", st->checks);
 	jsonw__u64(&w, "kernel_stops", st->kernel_stops);

@@ -287,6 +287,7 @@ static void on_sample(void *ctx, struct replay_view *v, const struct rec_sample 
 	if (err)
 		return;
 	set_procs(c, &v->summary);
+	note(c, timeline__set_pool(&c->t, summary__pool_holds(&v->summary, NULL)));
 	if (c->have_prev) {
 		stalls = delta(s->allocstall, c->prev.allocstall);
 		scans = delta(s->pgscan_direct, c->prev.pgscan_direct);

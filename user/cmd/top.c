@@ -19,6 +19,7 @@
 #include "cmd/cli.h"
 #include "cmd/commands.h"
 #include "export/kthreads_out.h"
+#include "export/summary_out.h"
 #include "export/torch_out.h"
 #include "guard/state.h"
 #include "lib/escape.h"
@@ -428,6 +429,16 @@ static void torch_cols(const struct top_row *r, uint64_t now_ns, bool last, FILE
 }
 
 /* Pages the driver's bottom halves and other kernel threads took. */
+/* The driver's page pool: host memory no process holds. */
+static void pool_row(struct top *t, FILE *f)
+{
+	uint64_t shrunk;
+
+	if (probes__driver_shrunk(&t->session.probes, &shrunk))
+		driver_pool__shrunk(&t->summary.pool, shrunk * t->summary.page_size);
+	export_pool_text(&t->summary, f);
+}
+
 static void kthread_rows(struct top *t, FILE *f)
 {
 	struct kthread_row *rows;
@@ -576,6 +587,7 @@ static void render(struct top *t, FILE *f)
 	}
 	floor_rows(t, rows, n, f);
 	kthread_rows(t, f);
+	pool_row(t, f);
 	export_torch_unseen(&t->session, f);
 	if (t->batch)
 		fputc('\n', f);
@@ -682,6 +694,7 @@ int cmd_top(int argc, char **argv)
 	t.session.batch_wakeups = true;
 	t.session.count_outside = true;
 	t.session.count_kthreads = true;
+	t.session.driver_pool = true;
 	t.session.torch = true;
 	t.session.tick_ms = t.interval_ms;
 	err = session__start(&t.session);

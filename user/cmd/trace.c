@@ -161,15 +161,20 @@ static void print_totals_json(const struct trace *t, const struct probe_stats *s
 static void print_summary(struct trace *t)
 {
 	struct probe_stats st;
+	uint64_t shrunk;
 
 	session__stats(&t->session, &st);
 	if (t->session.pages_mode)
 		print_pages(t, PROC_PAGES_BY_TOTAL);
+	if (probes__driver_shrunk(&t->session.probes, &shrunk))
+		driver_pool__shrunk(&t->summary.pool, shrunk * t->summary.page_size);
 	if (t->json) {
 		export_summary_json(&t->summary, stdout);
+		export_pool_json(&t->summary, stdout);
 		print_totals_json(t, &st);
 	} else if (!t->session.pages_mode || t->summary.records) {
 		export_summary_text(&t->summary, stdout);
+		export_pool_text(&t->summary, stdout);
 		printf("%llu GPU calls traced, %llu records lost to a full ring buffer\n",
 		       (unsigned long long)t->summary.records,
 		       (unsigned long long)st.rec_dropped);
@@ -196,6 +201,7 @@ int cmd_trace(int argc, char **argv)
 	summary__init(&t.summary, t.clock.page_size);
 	platform__init(&t.summary.platform, t.ao.platform);
 	session__init(&t.session, &t.ao, t.cmd, &trace_ops, &t);
+	t.session.driver_pool = true;
 	t.session.batch_wakeups = true;
 	/* COMMAND writes to the same stdout: never leave half a line. */
 	if (t.cmd)

@@ -81,3 +81,38 @@ void export_summary_json(const struct summary *s, FILE *f)
 	}
 	free(v);
 }
+
+void export_pool_text(const struct summary *s, FILE *f)
+{
+	char b[4][16];
+	bool device;
+	uint64_t holds = summary__pool_holds(s, &device);
+
+	if (!driver_pool__seen(&s->pool, device))
+		return;
+	fprintf(f, "\ndriver page pool: holds %s no process does (frees kept %s, allocations "
+		"took %s back, its shrinker gave %s back)\n",
+		fmt_bytes(holds, b[0], sizeof(b[0])),
+		fmt_bytes(driver_pool__in(&s->pool, device), b[1], sizeof(b[1])),
+		fmt_bytes(driver_pool__out(&s->pool, device), b[2], sizeof(b[2])),
+		s->pool.shrunk_known ? fmt_bytes(s->pool.shrunk, b[3], sizeof(b[3])) : "unwatched");
+}
+
+void export_pool_json(const struct summary *s, FILE *f)
+{
+	bool device;
+	uint64_t holds = summary__pool_holds(s, &device);
+
+	if (!driver_pool__seen(&s->pool, device))
+		return;
+	fprintf(f, "{\"event\":\"driver_pool\",\"holds_bytes\":%llu,\"kept_bytes\":%llu,"
+		"\"served_bytes\":%llu,\"device_memory\":%s,\"shrunk_bytes\":",
+		(unsigned long long)holds,
+		(unsigned long long)driver_pool__in(&s->pool, device),
+		(unsigned long long)driver_pool__out(&s->pool, device),
+		device ? "true" : "false");
+	if (s->pool.shrunk_known)
+		fprintf(f, "%llu}\n", (unsigned long long)s->pool.shrunk);
+	else
+		fputs("null}\n", f);
+}

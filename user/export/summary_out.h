@@ -15,4 +15,12 @@ void export_summary_text(const struct summary *s, FILE *f);
 /* One JSON line a row: {"event":"summary",...}. */
 void export_summary_json(const struct summary *s, FILE *f);
 
+/*
+ * The driver's page pool (model/driver_pool.h), a line, when any free kept
+ * its pages or the shrinker gave some back; nothing otherwise.
+ */
+void export_pool_text(const struct summary *s, FILE *f);
+/* {"event":"driver_pool",...} on a line, when the text would say anything. */
+void export_pool_json(const struct summary *s, FILE *f);
+
 #endif /* UMTRACE_SUMMARY_OUT_H */

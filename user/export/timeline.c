@@ -86,6 +86,14 @@ int timeline__add_sample(struct timeline *t, uint64_t t_ns, uint64_t mem_total,
 	return 0;
 }
 
+int timeline__set_pool(struct timeline *t, uint64_t bytes)
+{
+	if (!t->n_samples)
+		return -EINVAL;
+	t->samples[t->n_samples - 1].pool = bytes;
+	return 0;
+}
+
 static struct timeline_proc *find_proc(struct timeline *t, uint32_t pid, const char *comm)
 {
 	struct timeline_proc *p;

@@ -36,6 +36,7 @@ struct timeline_sample {
 	uint64_t mem_total;
 	uint64_t mem_available;
 	uint64_t mem_free;
+	uint64_t pool;			/* the driver's page pool holds (no process does) */
 };
 
 /* A process's attributed host bytes at sample index `sample`. */
@@ -136,6 +137,11 @@ int timeline__add_sample(struct timeline *t, uint64_t t_ns, uint64_t mem_total,
  */
 int timeline__set_proc_value(struct timeline *t, uint32_t pid, const char *comm,
 			     uint64_t host_bytes);
+/*
+ * What the driver's page pool holds at the latest sample: drawn as a line
+ * of its own. -EINVAL before any sample.
+ */
+int timeline__set_pool(struct timeline *t, uint64_t bytes);
 int timeline__add_burst(struct timeline *t, uint64_t t_ns, uint32_t pid, uint64_t bytes);
 int timeline__add_reclaim(struct timeline *t, uint64_t t_ns, uint64_t count);
 /* A guard stop: comm and reason are copied (cut to fit, cleaned). */

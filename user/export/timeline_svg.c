@@ -40,6 +40,7 @@ static const char *const series_colors[SERIES_MAX + 1] = {
 
 #define COLOR_AVAIL "#1f5fbf"
 #define COLOR_FREE "#17a2b8"
+#define COLOR_POOL "#8a5a00"
 #define COLOR_TOTAL "#555555"
 #define COLOR_BURST "#6a3d9a"
 #define COLOR_RECLAIM "#8c564b"
@@ -315,11 +316,31 @@ static int put_areas(const struct draw *d, const size_t *pick, size_t n,
 	return 0;
 }
 
-enum mem_field { MEM_TOTAL, MEM_AVAILABLE, MEM_FREE };
+enum mem_field { MEM_TOTAL, MEM_AVAILABLE, MEM_FREE, MEM_POOL };
 
 static uint64_t mem_of(const struct timeline_sample *s, enum mem_field f)
 {
-	return f == MEM_TOTAL ? s->mem_total : f == MEM_AVAILABLE ? s->mem_available : s->mem_free;
+	switch (f) {
+	case MEM_TOTAL:
+		return s->mem_total;
+	case MEM_AVAILABLE:
+		return s->mem_available;
+	case MEM_FREE:
+		return s->mem_free;
+	default:
+		return s->pool;
+	}
+}
+
+/* Did the driver's pool hold anything at any sample? */
+static bool any_pool(const struct timeline *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_samples; i++)
+		if (t->samples[i].pool)
+			return true;
+	return false;
 }
 
 static void put_line(const struct draw *d, const size_t *pick, size_t n, enum mem_field f,
@@ -497,6 +518,8 @@ static const char css[] =
 	"circle.free { fill: " COLOR_FREE "; }\n"
 	".total { fill: none; stroke: " COLOR_TOTAL "; stroke-width: 1; stroke-dasharray: 6 3; }\n"
 	"circle.total { fill: " COLOR_TOTAL "; }\n"
+	".pool { fill: none; stroke: " COLOR_POOL "; stroke-width: 2; stroke-dasharray: 8 2 2 2; }\n"
+	"circle.pool { fill: " COLOR_POOL "; }\n"
 	".burst { fill: " COLOR_BURST "; }\n"
 	".blabel { font-size: 10px; fill: " COLOR_BURST "; font-weight: bold; }\n"
 	".reclaim { fill: " COLOR_RECLAIM "; }\n"
@@ -559,6 +582,8 @@ static double put_legend(const struct draw *d, const bool *present, const size_t
 	legend_item(&l, "avail", NULL, "available");
 	legend_item(&l, "free", NULL, "free");
 	legend_item(&l, "total", NULL, "total");
+	if (any_pool(t))
+		legend_item(&l, "pool", NULL, "driver page pool");
 	for (s = 0; s < n_own; s++) {
 		for (i = 0; i < t->n_procs && ser[i] != s; i++)
 			;
@@ -716,6 +741,8 @@ int export_timeline(const struct timeline *t, FILE *out)
 	put_line(&d, pick, n, MEM_TOTAL, "total");
 	put_line(&d, pick, n, MEM_FREE, "free");
 	put_line(&d, pick, n, MEM_AVAILABLE, "avail");
+	if (any_pool(t))
+		put_line(&d, pick, n, MEM_POOL, "pool");
 	put_bursts(&d, cols);
 	put_reclaims(&d, cols);
 	put_stops(&d);

@@ -62,6 +62,8 @@ static void write_body(FILE *f, const struct guard_status *st)
 		st->arm_margin, st->arm_late_us, st->arms);
 	fprintf(f, "memlock %" PRIu64 "\nhelper_memlock %" PRIu64 "\nresident_bytes %" PRIu64
 		"\n", st->memlock, st->helper_memlock, st->resident_bytes);
+	if (st->driver_pool_seen)
+		fprintf(f, "driver_pool %" PRIu64 "\ndriver_pool_seen 1\n", st->driver_pool);
 	if (st->slide_horizon)
 		fprintf(f, "slide_horizon %" PRIu64 "\nslide_per_hour %" PRIu64
 			"\nseconds_to_floor %" PRIu64 "\n", st->slide_horizon,
@@ -147,6 +149,7 @@ static int parse_line(struct guard_status *st, const char *key, const char *v)
 		U(kernel_stops), U(policy_stops), U(send_failed), U(reclaims), U(samples),
 		U(pages_always), U(pages_on), U(arm_margin), U(arm_late_us), U(arms),
 		U(memlock), U(helper_memlock), U(resident_bytes),
+		U(driver_pool), U(driver_pool_seen),
 		U(slide_horizon), U(slide_per_hour), U(seconds_to_floor),
 		U(warn_eta), U(warnings),
 #undef U

@@ -66,6 +66,12 @@ struct guard_status {
 	uint64_t slide_horizon, slide_per_hour, seconds_to_floor;
 	/* What the daemon and its helper locked (enum mem_lock); the daemon's resident bytes. */
 	uint64_t memlock, helper_memlock, resident_bytes;
+	/*
+	 * What the NVIDIA driver's page pool holds (model/driver_pool.h): host
+	 * memory no process holds, given back under pressure by its shrinker,
+	 * but not in MemAvailable. driver_pool_seen: a free kept its pages.
+	 */
+	uint64_t driver_pool, driver_pool_seen;
 	uint64_t warn_eta;	/* --warn-eta, seconds; 0: no warnings */
 	uint64_t warnings;	/* jobs warned since the start */
 	size_t n_stopped;

@@ -229,6 +229,7 @@ static struct guard *guard__new(struct guard_opts *o)
 	g->torch.forget_exited = true;	/* a daemon: jobs come and go */
 	session__init(&g->session, &g->opt.ao, NULL, &guard_ops, g);
 	g->session.torch = g->opt.torch;
+	g->session.driver_pool = true;
 	g->scoper.cfg = &g->opt.cfg;
 	g->scoper.probes = &g->session.probes;
 	/*
@@ -344,6 +345,9 @@ int guard__run(struct guard_opts *o)
 		err = postmortem__init(&g->pm, &g->opt, &g->who, &g->torch, &g->session);
 	if (!err)
 		err = arm(g);
+	/* Only page programs attached for good see every call's pages. */
+	if (!err)
+		g->who.summary.pages_unseen = !g->armer.sh || !g->armer.sh->for_good;
 	if (err) {
 		/* Nothing was guarded: no summary, no state for status to find. */
 		guard_armer__stop(&g->armer);

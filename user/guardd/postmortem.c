@@ -70,9 +70,15 @@ void guard_flight__exit(struct guard_postmortem *pm, const struct umt_proc_exit_
 void guard_flight__sample(struct guard_postmortem *pm)
 {
 	struct rec_sample s;
+	uint64_t shrunk;
 
-	if (pm->flight && !rec_sample__read(&s, &pm->session->nodes))
-		flight__add_sample(pm->flight, &s);
+	if (!pm->flight || rec_sample__read(&s, &pm->session->nodes))
+		return;
+	if (probes__driver_shrunk(&pm->session->probes, &shrunk)) {
+		s.has_shrunk = true;
+		s.driver_shrunk = shrunk * page__size();
+	}
+	flight__add_sample(pm->flight, &s);
 }
 
 static void guard_flight__stop(struct guard_postmortem *pm, const struct guard_stop *st)

@@ -196,6 +196,10 @@ int metrics__format(FILE *f, const struct guard_snapshot *s)
 	gauge(f, "mem_available_bytes", "MemAvailable at the last sample.", s->mem_available);
 	gauge(f, "mem_free_bytes", "MemFree at the last sample.", s->mem_free);
 	gauge(f, "mem_total_bytes", "MemTotal.", s->mem_total);
+	if (s->status.driver_pool_seen)
+		gauge(f, "driver_pool_bytes", "Host memory the NVIDIA driver's page pool holds: "
+		      "no process's, not in MemAvailable, given back under pressure.",
+		      s->status.driver_pool);
 
 	family(f, "stops_total", "counter", "Processes stopped (or, in a dry run, not), by reason.");
 	for (i = 0; i < s->n_stops; i++) {

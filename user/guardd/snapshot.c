@@ -104,6 +104,19 @@ static void add_stopped(const struct guard_proc *p, enum guard_act action,
 	snprintf(s->comm, sizeof(s->comm), "%s", p->comm);
 }
 
+/* The driver's page pool, from the calls and the kernel's count of its returns. */
+static void driver_pool(struct guard *g, struct guard_status *st)
+{
+	struct summary *sm = &g->who.summary;
+	uint64_t shrunk;
+	bool device;
+
+	if (probes__driver_shrunk(&g->session.probes, &shrunk))
+		driver_pool__shrunk(&sm->pool, shrunk * sm->page_size);
+	st->driver_pool = summary__pool_holds(sm, &device);
+	st->driver_pool_seen = driver_pool__seen(&sm->pool, device);
+}
+
 static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 			    struct guard_proc **all, size_t n, struct guard_status *st)
 {
@@ -139,6 +152,7 @@ static void snapshot_status(struct guard *g, const struct guard_kstats *ks,
 	}
 	st->memlock = g->memlock;
 	st->resident_bytes = mem__resident_bytes();
+	driver_pool(g, st);
 	snapshot_slide(g, st);
 	st->warn_eta = o->warn_eta_ms / 1000;
 	st->warnings = g->warnings;

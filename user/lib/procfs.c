@@ -453,3 +453,83 @@ int pidfd__open(pid_t pid)
 
 	return fd < 0 ? -errno : fd;
 }
+
+static int module_index(const char *const *mods, size_t n, const char *tag)
+{
+	size_t i, len = strcspn(tag, "]");
+
+	if (tag[len] != ']')
+		return -1;
+	for (i = 0; i < n; i++)
+		if (strlen(mods[i]) == len && !strncmp(mods[i], tag, len))
+			return (int)i;
+	return -1;
+}
+
+/* "ffffffffc0a01000 t scan_fn\t[nvidia]": a function of a named module. */
+static void kallsyms_line(const char *line, const char *const *mods, size_t n,
+			  uint64_t (*lo_hi)[2])
+{
+	unsigned long long addr;
+	const char *tag;
+	char type;
+	int i;
+
+	if (sscanf(line, "%llx %c", &addr, &type) != 2 || !addr)
+		return;
+	if (type != 't' && type != 'T')
+		return;
+	tag = strchr(line, '[');
+	if (!tag)
+		return;
+	i = module_index(mods, n, tag + 1);
+	if (i < 0)
+		return;
+	if (!lo_hi[i][0] || addr < lo_hi[i][0])
+		lo_hi[i][0] = addr;
+	if (addr + 1 > lo_hi[i][1])
+		lo_hi[i][1] = addr + 1;
+}
+
+int proc__module_text(const char *const *mods, size_t n_mods, uint64_t (*ranges)[2],
+		      size_t max)
+{
+	uint64_t (*lo_hi)[2];
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char *line = NULL;
+	size_t cap = 0, i, k = 0;
+
+	if (!f)
+		return -errno;
+	lo_hi = calloc(n_mods ? n_mods : 1, sizeof(*lo_hi));
+	if (!lo_hi) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	while (getline(&line, &cap, f) > 0)
+		kallsyms_line(line, mods, n_mods, lo_hi);
+	free(line);
+	fclose(f);
+	for (i = 0; i < n_mods && k < max; i++)
+		if (lo_hi[i][0]) {
+			ranges[k][0] = lo_hi[i][0];
+			ranges[k++][1] = lo_hi[i][1];
+		}
+	free(lo_hi);
+	return (int)k;
+}
+
+bool proc__module_loaded(const char *name)
+{
+	size_t len, n = strlen(name);
+	char *text = proc__read_file("/proc/modules", &len), *line;
+	bool found = false;
+
+	for (line = text; line && *line && !found; line = strchr(line, '\n')) {
+		if (*line == '\n')
+			line++;
+		found = !strncmp(line, name, n) && line[n] == ' ';
+	}
+	free(text);
+	return found;
+}

@@ -112,6 +112,17 @@ char *proc__read_file(const char *path, size_t *len);
 char *proc__read_pid_file(pid_t pid, const char *name, size_t *len);
 
 /*
+ * The text of the loaded modules named in mods, one [start, end) range a
+ * module into ranges (at most max), from /proc/kallsyms: end is just past
+ * its last function's start, so a function pointer into the module falls
+ * inside. Needs the addresses (root); how many ranges, or -errno.
+ */
+int proc__module_text(const char *const *mods, size_t n_mods, uint64_t (*ranges)[2],
+		      size_t max);
+/* Is a module of that name loaded (/proc/modules)? */
+bool proc__module_loaded(const char *name);
+
+/*
  * pidfd_open(2), or -errno: a handle that names this process and no later
  * one with its pid, for signals and for a poll that wakes at its exit.
  */

@@ -136,6 +136,16 @@ static bool was_replaced(const struct summary *s, const struct alloc_key *k, uin
 	return false;
 }
 
+static void pool_call(struct summary *s, uint32_t api_id, bool is_free, uint64_t size,
+		      const struct umt_call_rec *r)
+{
+	const struct cuda_api *api = cuda_api__get(api_id);
+
+	if (api && !s->pages_unseen)
+		driver_pool__call(&s->pool, api->class, is_free, size, r->pages_taken,
+				  r->pages_freed, s->page_size);
+}
+
 /* A successful call changes the table of outstanding allocations. */
 static int track(struct summary *s, const struct umt_call_rec *r,
 		 const struct cuda_api *api, uint32_t site)
@@ -173,10 +183,12 @@ static int track(struct summary *s, const struct umt_call_rec *r,
 			return 0;
 		}
 		unfreed_add(s, &old, -1);
+		pool_call(s, old.api, true, old.size, r);
 		if (s->on_release)
 			s->on_release(&old, false, s->release_ctx);
 		return 0;
 	}
+	pool_call(s, r->api, false, r->size, r);
 	err = alloc_table__insert(&s->table, &e, &old);
 	if (err == -ENOSPC)
 		return 0;	/* counted in table.refused */
@@ -410,4 +422,13 @@ void summary__free(struct summary *s)
 	pid_table__free(&s->procs);
 	alloc_table__free(&s->table);
 	memset(s, 0, sizeof(*s));
+}
+
+uint64_t summary__pool_holds(const struct summary *s, bool *device)
+{
+	bool dev = platform__current(&s->platform) != PLATFORM_DISCRETE;
+
+	if (device)
+		*device = dev;
+	return driver_pool__holds(&s->pool, dev);
 }

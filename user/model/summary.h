@@ -20,6 +20,7 @@
 #include "lib/pid_table.h"
 #include "model/alloc_table.h"
 #include "model/cuda_api.h"
+#include "model/driver_pool.h"
 #include "model/platform.h"
 #include "umtrace.h"
 
@@ -92,6 +93,13 @@ struct summary {
 	uint64_t exit_freed;		/* allocations released by those exits */
 	uint64_t exit_freed_host;
 	uint64_t device_taken;		/* by all calls, from nodes not host RAM */
+	struct driver_pool pool;	/* the driver's page pool, as calls show it */
+	/*
+	 * The calls' pages are not seen (the guard's page programs detached
+	 * far from its floor): a pool hit and a call unseen look alike, so
+	 * the pool is not fed.
+	 */
+	bool pages_unseen;
 	/* Bounded memory: past these caps new keys are counted, not kept. */
 	size_t max_rows, max_procs;
 	uint64_t rows_refused, procs_refused;
@@ -111,6 +119,11 @@ void summary__proc_exit(struct summary *s, const struct umt_proc_exit_rec *r);
 struct summary_row *summary__rows(const struct summary *s, size_t *n);
 /* Host bytes a process's allocations hold by the platform's cost model. */
 uint64_t summary__proc_holds(const struct summary *s, const struct summary_proc *p);
+/*
+ * What the driver's pool holds (model/driver_pool.h), device memory
+ * counted unless the platform is discrete (*device says whether).
+ */
+uint64_t summary__pool_holds(const struct summary *s, bool *device);
 /* One process, or NULL if it made no call seen. */
 const struct summary_proc *summary__proc(const struct summary *s, uint32_t pid);
 /* Processes sorted by pid; the caller frees the array. */

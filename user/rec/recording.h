@@ -93,6 +93,9 @@ struct rec_sample {
 	uint64_t allocstall;		/* /proc/vmstat: sum of allocstall_* */
 	uint64_t pgscan_direct;		/* sums over zones where split */
 	uint64_t pgsteal_direct;
+	/* bytes the driver's pool shrinker gave back since the recording began */
+	bool has_shrunk;
+	uint64_t driver_shrunk;
 };
 
 /* The guard stopped a process. reason's values are the guard's. */

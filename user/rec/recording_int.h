@@ -24,6 +24,7 @@
 #define CALL_DEVICE	(1u << 8)
 
 #define SAMPLE_PSI	(1u << 0)
+#define SAMPLE_SHRUNK	(1u << 1)	/* driver_shrunk follows the direct reclaim figures */
 
 /* ---- LEB128 varints; "s": zigzag-signed ---- */
 

@@ -208,6 +208,10 @@ static void do_sample(struct replay *rp, struct dec *d)
 	s.allocstall = dec_u(d);
 	s.pgscan_direct = dec_u(d);
 	s.pgsteal_direct = dec_u(d);
+	if (bits & SAMPLE_SHRUNK) {
+		s.has_shrunk = true;
+		s.driver_shrunk = dec_u(d);
+	}
 	if (d->bad)
 		return;
 	rp->st->samples++;

@@ -260,7 +260,7 @@ int recording_writer__add_sample(struct recording_writer *w, const struct rec_sa
 	if ((err = recfile_writer__error(w->f)))
 		return err;
 	e = body(w);
-	enc_u(&e, s->has_psi ? SAMPLE_PSI : 0);
+	enc_u(&e, (s->has_psi ? SAMPLE_PSI : 0) | (s->has_shrunk ? SAMPLE_SHRUNK : 0));
 	enc_u(&e, s->ts_ns);
 	enc_u(&e, s->mem_total);
 	enc_u(&e, s->mem_available);
@@ -274,6 +274,8 @@ int recording_writer__add_sample(struct recording_writer *w, const struct rec_sa
 	enc_u(&e, s->allocstall);
 	enc_u(&e, s->pgscan_direct);
 	enc_u(&e, s->pgsteal_direct);
+	if (s->has_shrunk)
+		enc_u(&e, s->driver_shrunk);
 	w->st.samples++;
 	return emit(w, REC_SAMPLE, &e);
 }

@@ -151,6 +151,8 @@ static void file_sample(void *ctx, const struct rec_sample *s)
 	const struct replay_hooks *h = hooks_of(v);
 
 	seen_at(v, s->ts_ns);
+	if (s->has_shrunk)
+		driver_pool__shrunk(&v->summary.pool, s->driver_shrunk);
 	if (h->on_sample)
 		h->on_sample(v->opts->ctx, v, s);
 }
