@@ -84,6 +84,8 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "lib/pid_table.h"
+#include "model/alloc_table.h"
+#include "model/torch_seg.h"
 #include "model/trend.h"
 #include "umtrace.h"
 
@@ -199,6 +201,12 @@ struct torch_verdict {
 	enum torch_kind kind;
 	bool warmup;			/* no judgement yet */
 	bool reserved_known;		/* the hook gave the allocator's totals */
+	/*
+	 * reserved (and cached) is not the last sample's but what its
+	 * segments' driver calls made it since (model/torch_seg.h);
+	 * allocated is still the last sample's
+	 */
+	bool reserved_from_calls;
 	enum torch_es expandable;
 	bool max_split;			/* max_split_size_mb in its environment */
 	uint64_t allocated, reserved, cached;	/* at the last sample */
@@ -263,6 +271,7 @@ struct torch_dev {
 	struct torch_site sites[TORCH_SITES];
 	uint64_t first_ns;
 	struct torch_sample last;
+	struct torch_seg_dev seg;	/* reserved between samples, from calls */
 	struct torch_slot slots[TORCH_SLOTS];	/* by slot number mod TORCH_SLOTS */
 	struct trend floor_t[TORCH_HORIZONS];	/* allocated's lowest */
 	struct trend reserved_t[TORCH_HORIZONS];
@@ -279,6 +288,7 @@ struct torch_model {
 	struct torch_dev *devs;
 	size_t n, cap;
 	struct pid_table procs;		/* struct torch_proc, from GPU calls */
+	struct alloc_table segs;	/* their segments outstanding (torch_seg.h) */
 	bool forget_exited;		/* drop a process at its end (top) */
 };
 
