@@ -118,11 +118,13 @@ void torch_seg__sample(struct torch_seg_dev *d, const struct torch_seg_proc *p,
 	if (!p)
 		p = &none;
 	at = point_at(p, d->anchored ? d->point : 0, ts_ns);
-	if (!kept(p, at)) {
-		/* Older than the log: nothing to check against. */
-		d->anchored = d->confirmed = false;
+	/*
+	 * Older than the log (read from the table a tick after its window
+	 * closed, the job's segments moving since): nothing to check it
+	 * against, and no news of the calls: the state stays.
+	 */
+	if (!kept(p, at))
 		return;
-	}
 	want = (int64_t)reserved - d->offset;
 	if (d->anchored && want >= 0 && match(p, at, (uint64_t)want, &j)) {
 		/* Both moved alike: the calls are its segments. Neither: no news. */
