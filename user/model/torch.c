@@ -544,26 +544,27 @@ static void sites_of(const struct torch_model *m, const struct torch_dev *d,
 		v->sites[v->n_sites++] = s[i].id;
 }
 
-/*
- * Reserved now: the last sample's, or where its segments' calls moved it
- * since, while they agree with the hook (torch_seg.h).
- */
-static void reserved_of(const struct torch_model *m, const struct torch_dev *d,
-			struct torch_verdict *v)
+uint64_t torch_model__reserved(const struct torch_model *m, const struct torch_dev *d,
+			      bool *from_calls)
 {
 	const struct torch_proc *p = d->exited ? NULL : pid_table__find(&m->procs, d->pid);
 	const struct torch_seg_proc *seg = p ? &p->seg : NULL;
+	uint64_t reserved = d->last.reserved;
 
-	v->reserved = d->last.reserved;
+	*from_calls = (d->last.flags & TORCH_S_TOTALS) && torch_seg__moved(&d->seg, seg);
+	if (*from_calls)
+		torch_seg__reserved(&d->seg, seg, &reserved);
+	return reserved;
+}
+
+/* Reserved and its peak now, with what its segments' calls said since. */
+static void reserved_of(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v)
+{
+	v->reserved = torch_model__reserved(m, d, &v->reserved_from_calls);
 	v->peak_reserved = d->last.peak_reserved;
-	if (!v->reserved_known)
-		return;
-	if (d->seg.peak > v->peak_reserved)
+	if (v->reserved_known && d->seg.peak > v->peak_reserved)
 		v->peak_reserved = d->seg.peak;
-	if (torch_seg__moved(&d->seg, seg)) {
-		torch_seg__reserved(&d->seg, seg, &v->reserved);
-		v->reserved_from_calls = true;
-	}
 }
 
 /* The figures at its last sample (reserved: now), and its segments' call sites. */

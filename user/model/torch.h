@@ -9,7 +9,10 @@
  *
  * The figures. allocated is what live tensors' blocks take, reserved what
  * the allocator holds from the driver (its segments); reserved - allocated
- * is its cache. Within a training step allocated swings from the step's
+ * is its cache. Between samples reserved moves with the driver calls that
+ * make the allocator's segments, while they agree with the hook
+ * (model/torch_seg.h): the figure shown, its peak and its slot's highest;
+ * allocated stays the last sample's. Within a training step allocated swings from the step's
  * floor (weights, optimizer state: what outlives the step) to its peak
  * (activations), so the current cache says little. Each sample carries
  * allocated's lowest and highest since the one before (the kernel keeps
@@ -317,6 +320,13 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
  */
 bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 			    struct torch_verdict *v);
+
+/*
+ * A device's reserved now: its last sample's, or where its segments'
+ * driver calls moved it since (*from_calls; model/torch_seg.h).
+ */
+uint64_t torch_model__reserved(const struct torch_model *m, const struct torch_dev *d,
+			       bool *from_calls);
 
 /* A device's episodes, oldest first (*out: into d); how many. */
 size_t torch_dev__episodes(const struct torch_dev *d, const struct torch_episode **out);
