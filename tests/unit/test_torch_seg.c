@@ -65,6 +65,18 @@ static void verdict(const struct torch_model *m, uint32_t pid, uint32_t dev,
 			torch_model__judge(m, &m->devs[i], v);
 }
 
+/* pid's device's reserved now, and whether its segments' calls moved it. */
+static void expect(const struct torch_model *m, uint32_t pid, uint32_t dev, uint64_t reserved,
+		   bool from_calls, const char *what)
+{
+	struct torch_verdict v;
+
+	verdict(m, pid, dev, &v);
+	CHECK(v.reserved == reserved && v.reserved_from_calls == from_calls, "seg",
+	      "%s: reserved %llu KiB, from calls %d", what,
+	      (unsigned long long)(v.reserved >> 10), v.reserved_from_calls);
+}
+
 /* Two weights' segments, a sample, one more segment and a sample: confirmed. */
 static void confirmed(struct torch_model *m, uint32_t pid)
 {
@@ -121,9 +133,7 @@ static void test_moves_between_samples(void)
 	again = m.devs[0].last;
 	again.ts_ns = T0 + 900 * MS;
 	CHECK(!torch_model__add(&m, &again), "add", "");
-	verdict(&m, 7, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 40 * MIB, "seg",
-	      "a repeated figure changes nothing (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 7, 0, 40 * MIB, true, "a repeated figure changes nothing");
 	torch_model__free(&m);
 }
 
@@ -139,30 +149,22 @@ static void test_agreement(void)
 	sample(&m, 8, 0, 1, 10 * MIB, 20 * MIB);
 	sample(&m, 8, 0, 100, 12 * MIB, 20 * MIB);
 	call(&m, 8, UMT_API_MEM_ALLOC_V2, 20 * MIB, 0x2000, 200);
-	verdict(&m, 8, 0, &v);
-	CHECK(!v.reserved_from_calls && v.reserved == 20 * MIB, "seg",
-	      "unconfirmed: the hook's (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 8, 0, 20 * MIB, false, "unconfirmed: the hook's");
 	/* A figure read from the table: its clock older than its last calls'. */
 	sample(&m, 8, 0, 150, 30 * MIB, 40 * MIB);
 	call(&m, 8, UMT_API_MEM_ALLOC_V2, 2 * MIB, 0x3000, 300);
-	verdict(&m, 8, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 42 * MIB, "seg",
-	      "confirmed: moved (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 8, 0, 42 * MIB, true, "confirmed: moved");
 	/* NCCL's buffer: a segment-like call the allocator does not count. */
 	call(&m, 8, UMT_API_MEM_ALLOC_V2, 32 * MIB, 0x4000, 400);
 	sample(&m, 8, 0, 410, 30 * MIB, 42 * MIB);
-	verdict(&m, 8, 0, &v);
-	CHECK(!v.reserved_from_calls && v.reserved == 42 * MIB, "seg",
-	      "disagreement: the hook's (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 8, 0, 42 * MIB, false, "disagreement: the hook's");
 	call(&m, 8, UMT_API_MEM_ALLOC_V2, 2 * MIB, 0x5000, 500);
 	verdict(&m, 8, 0, &v);
 	CHECK_EQ(v.reserved, 42 * MIB, "not moved while they disagree");
 	/* Both move alike again: confirmed, the buffer in the offset. */
 	sample(&m, 8, 0, 510, 30 * MIB, 44 * MIB);
 	call(&m, 8, UMT_API_MEM_ALLOC_V2, 20 * MIB, 0x6000, 600);
-	verdict(&m, 8, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 64 * MIB, "seg",
-	      "agreed again: moved (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 8, 0, 64 * MIB, true, "agreed again: moved");
 	torch_model__free(&m);
 }
 
@@ -175,12 +177,10 @@ static void test_several_devices(void)
 	confirmed(&m, 9);
 	sample(&m, 9, 1, 20, 10 * MIB, 20 * MIB);
 	call(&m, 9, UMT_API_MEM_ALLOC_V2, 64 * MIB, 0x4000, 300);
+	expect(&m, 9, 0, 42 * MIB, false, "device 0 not moved");
 	verdict(&m, 9, 0, &v);
-	CHECK(!v.reserved_from_calls && v.reserved == 42 * MIB, "seg",
-	      "device 0 not moved (%llu)", (unsigned long long)v.reserved);
 	CHECK_EQ(v.peak_reserved, 42 * MIB, "nor its peak");
-	verdict(&m, 9, 1, &v);
-	CHECK(!v.reserved_from_calls && v.reserved == 20 * MIB, "seg", "device 1 not moved");
+	expect(&m, 9, 1, 20 * MIB, false, "device 1 not moved");
 	torch_model__free(&m);
 }
 
@@ -199,9 +199,7 @@ static void test_expandable(void)
 	call(&m, 10, UMT_API_MEM_CREATE, 20 * MIB, 0x13, 100);
 	call(&m, 10, UMT_API_MEM_MAP, 20 * MIB, 0x8000, 100);
 	call(&m, 10, UMT_API_MEM_CREATE, 4 * MIB, 0x14, 110);	/* not a page */
-	verdict(&m, 10, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 42 * MIB, "seg",
-	      "a page made: moved (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 10, 0, 42 * MIB, true, "a page made: moved");
 	call(&m, 10, UMT_API_MEM_UNMAP, 0, 0x8000, 200);
 	call(&m, 10, UMT_API_MEM_RELEASE, 0, 0x13, 200);
 	call(&m, 10, UMT_API_MEM_RELEASE, 0, 0x12, 210);
@@ -216,7 +214,6 @@ static void test_expandable(void)
 static void test_exit_forgets(void)
 {
 	struct torch_model m;
-	struct torch_verdict v;
 
 	torch_model__init(&m, NULL);
 	confirmed(&m, 11);
@@ -224,18 +221,14 @@ static void test_exit_forgets(void)
 	CHECK_EQ(m.segs.count, 2, "two segments held");
 	torch_model__exit(&m, 11);
 	CHECK_EQ(m.segs.count, 0, "forgotten at its exit");
-	verdict(&m, 11, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 40 * MIB, "seg",
-	      "its last figure kept (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 11, 0, 40 * MIB, true, "its last figure kept");
 	/* The pid again: another process, whose frees of those handles count nothing. */
 	call(&m, 11, UMT_API_MEM_FREE_V2, 0, 0x1000, 2000);
 	sample(&m, 11, 0, 2001, 5 * MIB, 20 * MIB);
 	call(&m, 11, UMT_API_MEM_ALLOC_V2, 2 * MIB, 0x1000, 2010);
 	sample(&m, 11, 0, 2011, 6 * MIB, 22 * MIB);
 	call(&m, 11, UMT_API_MEM_FREE_V2, 0, 0x1000, 2100);
-	verdict(&m, 11, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 20 * MIB, "seg",
-	      "the new process's own (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 11, 0, 20 * MIB, true, "the new process's own");
 	torch_model__exit(&m, 11);
 	CHECK_EQ(m.segs.count, 0, "none left");
 	torch_model__free(&m);
@@ -248,7 +241,6 @@ static void test_exit_forgets(void)
 static void test_older_than_log(void)
 {
 	struct torch_model m;
-	struct torch_verdict v;
 	uint64_t i;
 
 	torch_model__init(&m, NULL);
@@ -259,9 +251,7 @@ static void test_older_than_log(void)
 	}
 	sample(&m, 12, 0, 50, 41 * MIB, 44 * MIB);
 	call(&m, 12, UMT_API_MEM_ALLOC_V2, 2 * MIB, 0x20000, 400);
-	verdict(&m, 12, 0, &v);
-	CHECK(v.reserved_from_calls && v.reserved == 44 * MIB, "seg",
-	      "still confirmed, moved (%llu)", (unsigned long long)v.reserved);
+	expect(&m, 12, 0, 44 * MIB, true, "still confirmed, moved");
 	torch_model__free(&m);
 }
 
