@@ -22,7 +22,8 @@ def fmt_mib(n):
 def test_torch_seg_report(env):
     """report: reserved at the job's end is what its last empty_cache left,
     which no hook call said (the last one said more); its peak is the 96 MiB
-    segment's, made and given back at once; both marked as the calls'."""
+    segment's, made and given back at once (the hook's windows alone saw
+    it in one run of three); the figure marked as the calls'."""
     objs, err, truth = report_cmd(env, CHURN, extra=["-v"])
     m = WINDOW_LINE.search(err)
     assert m and int(m.group(3)) >= 1, err[-600:]	# windows closed on their budget
