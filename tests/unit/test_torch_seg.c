@@ -4,8 +4,11 @@
  * allocator's segments (user/model/torch_seg.h): moved at once while the
  * calls agree with the hook, left alone when they do not.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "export/torch_out.h"
 #include "model/cuda_api.h"
 #include "model/torch.h"
 
@@ -255,6 +258,32 @@ static void test_older_than_log(void)
 	torch_model__free(&m);
 }
 
+/* report's text and JSON say where reserved comes from, the text briefly. */
+static void test_said(void)
+{
+	struct torch_model m;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	torch_model__init(&m, NULL);
+	confirmed(&m, 13);
+	call(&m, 13, UMT_API_MEM_ALLOC_V2, 64 * MIB, 0x4000, 300);
+	f = open_memstream(&buf, &len);
+	if (!CHECK(f, "said", "open_memstream"))
+		return;
+	export_torch_text(&m, NULL, f);
+	export_torch_json(&m, NULL, f);
+	fclose(f);
+	CHECK(strstr(buf, "reserved 106M (from segment calls), cached 65M"), "said",
+	      "text: %s", buf);
+	CHECK(strstr(buf, "\"reserved\":111149056,") &&
+	      strstr(buf, "\"reserved_from_calls\":true,"), "said", "JSON: %s", buf);
+	CHECK(strstr(buf, "\"peak_reserved\":111149056,"), "said", "JSON's peak: %s", buf);
+	free(buf);
+	torch_model__free(&m);
+}
+
 int main(void)
 {
 	RUN_SUBTEST(test_moves_between_samples);
@@ -263,5 +292,6 @@ int main(void)
 	RUN_SUBTEST(test_expandable);
 	RUN_SUBTEST(test_exit_forgets);
 	RUN_SUBTEST(test_older_than_log);
+	RUN_SUBTEST(test_said);
 	return CHECK_EXIT();
 }
