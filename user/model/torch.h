@@ -212,8 +212,9 @@ struct torch_verdict {
 	bool reserved_from_calls;
 	enum torch_es expandable;
 	bool max_split;			/* max_split_size_mb in its environment */
-	uint64_t allocated, reserved, cached;	/* at the last sample */
-	uint64_t peak_allocated, peak_reserved;
+	/* at the last sample; reserved and cached now, with reserved_from_calls */
+	uint64_t allocated, reserved, cached;
+	uint64_t peak_allocated, peak_reserved;	/* reserved's: the calls' moves too */
 	double cached_share;		/* cached / reserved */
 	/* over the window judged (none in the warm-up) */
 	uint64_t span_ns;
