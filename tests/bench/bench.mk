@@ -71,7 +71,7 @@ $(UMT_BENCH_OUT)/maps_walk: $(UMT_BENCH_DIR)/maps_walk.c user/lib/procfs.c user/
 
 # PyTorch's allocator model's cost a sample and a process (user/model), alone.
 $(UMT_BENCH_OUT)/model_bench: $(UMT_BENCH_DIR)/model_bench.c $(wildcard user/model/torch*.c) \
-		user/model/trend.c user/model/cuda_api.c user/lib/pid_table.c \
+		user/model/trend.c user/model/cuda_api.c user/model/alloc_table.c user/lib/pid_table.c \
 		$(wildcard user/model/*.h) | $(UMT_BENCH_OUT)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -D_GNU_SOURCE -Iuser -Ibpf $(filter %.c,$^) -o $@

@@ -42,6 +42,13 @@
  *             fits: a new segment, the old one left idle. Reserved rises
  *             by about 12 MiB a jump and its unused part with it, the floor
  *             flat (fragmentation)
+ * One for figures that no hook call tells:
+ *   churn     as steady, and empty_cache after every step (its segments go
+ *             back: no hook call, so the hook's reserved stays what the
+ *             step's last block free said); in the middle step, before it,
+ *             one tensor of 96 MiB allocated and freed (a segment of its
+ *             own, made and given back at once: the job's peak reserved).
+ *             Then 2 s idle, so that a live tool reads the last figures
  * Nothing is freed at exit, as in PyTorch.
  *
  * -M SIZE is the GPU's memory (default 4G): reserving more ends the run
@@ -91,6 +98,8 @@
 #define TA_RING		8	/* spread: its growing tensors */
 #define TA_RING_SIZE	(12 * CA_MiB)	/* over 10 MiB: each its own segment */
 #define TA_RING_JUMP	(2 * CA_MiB)	/* a large segment's rounding */
+#define TA_BLIP_SIZE	(96 * CA_MiB)	/* churn: over 10 MiB, its own segment */
+#define TA_CHURN_IDLE_MS 2000
 
 static const unsigned int ta_quarters[TA_NSHAPES] = {
 	12, 3, 1, 20, 6, 2, 48, 80,
@@ -98,11 +107,11 @@ static const unsigned int ta_quarters[TA_NSHAPES] = {
 
 enum ta_mode {
 	TA_STEADY, TA_FRAGMENT, TA_LEAK, TA_CACHE, TA_EMPTY, TA_BURST, TA_CREEP, TA_SPREAD,
-	TA_NMODES
+	TA_CHURN, TA_NMODES
 };
 
 static const char *const ta_mode_names[TA_NMODES] = {
-	"steady", "fragment", "leak", "cache", "empty", "burst", "creep", "spread",
+	"steady", "fragment", "leak", "cache", "empty", "burst", "creep", "spread", "churn",
 };
 
 static struct {
@@ -194,6 +203,14 @@ static void ta_ring(unsigned long step, struct ca_block **t)
 								(i < jumps % TA_RING)));
 }
 
+/* churn: a segment made and given back in the middle step, then empty_cache. */
+static void ta_churn(unsigned long step)
+{
+	if (step == opt.steps / 2)
+		ca_free(ca_malloc(TA_BLIP_SIZE));
+	ca_empty_cache();
+}
+
 static void ta_run(void)
 {
 	struct ca_block *t[TA_MAX_TENSORS], *ring[TA_RING];
@@ -226,6 +243,8 @@ static void ta_run(void)
 				ca_free(t[i]);
 		if (opt.mode == TA_CREEP)
 			ca_malloc(opt.creep);
+		if (opt.mode == TA_CHURN)
+			ta_churn(step);
 		if (opt.cpu) {
 			ca_report_cpu(cpu, -(int64_t)TA_CPU_SIZE);
 			free(cpu);
@@ -239,6 +258,8 @@ static void ta_run(void)
 		if (opt.wait_ms)
 			ta_sleep_ms(opt.wait_ms);
 	}
+	if (opt.mode == TA_CHURN)
+		ta_sleep_ms(TA_CHURN_IDLE_MS);
 	if (opt.mode != TA_EMPTY)
 		return;
 	ta.emptied = ca_empty_cache();
@@ -404,7 +425,7 @@ static int ta_write_report(const struct fakecuda_stats *st)
 
 static void __attribute__((noreturn)) ta_usage(void)
 {
-	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty|burst|creep|spread] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-r SIZE] [-j STEPS] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
+	fprintf(stderr, "usage: torch_alloc [-m steady|fragment|leak|cache|empty|burst|creep|spread|churn] [-s STEPS] [-t TENSORS] [-b SIZE] [-p WEIGHTS] [-g PCT] [-k KEEP] [-r SIZE] [-j STEPS] [-e] [-3 | -L] [-C | -X] [-V] [-M SIZE] [-w MS] [-d MS] [-o FILE]\n");
 	exit(2);
 }
 

@@ -227,9 +227,11 @@ static void dev_text(const struct torch_model *m, const struct torch_dev *d,
 	fprintf(f, "pid %u (%s) cuda:%u%s: allocated %s", d->pid,
 		esc__term(d->last.comm, text, sizeof(text)), d->device,
 		d->exited ? " [exited]" : "", fmt_bytes(v.allocated, b[0], sizeof(b[0])));
+	/* Moved since the hook's last sample by the driver calls of its segments. */
 	if (v.reserved_known)
-		fprintf(f, ", reserved %s, cached %s (%.0f%%)",
+		fprintf(f, ", reserved %s%s, cached %s (%.0f%%)",
 			fmt_bytes(v.reserved, b[1], sizeof(b[1])),
+			v.reserved_from_calls ? " (from segment calls)" : "",
 			fmt_bytes(v.cached, b[2], sizeof(b[2])), 100 * v.cached_share);
 	fprintf(f, "; peak allocated %s", fmt_bytes(v.peak_allocated, b[3], sizeof(b[3])));
 	if (v.reserved_known)
@@ -341,6 +343,7 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 		fprintf(f, ",\"device\":%u,\"allocated\":%llu,\"reserved\":%llu,\"cached\":%llu,"
 			"\"cached_share\":%.4f,\"peak_allocated\":%llu,\"peak_reserved\":%llu,"
 			"\"allocs\":%llu,\"frees\":%llu,\"counts_windowed\":%s,\"reserved_known\":%s,"
+			"\"reserved_from_calls\":%s,"
 			"\"expandable_segments\":%s,\"expandable_known\":%s,\"max_split_size\":%s,"
 			"\"phase\":\"%s\",\"verdict\":\"%s\",\"window_s\":%.2f,"
 			"\"reserved_growth\":%lld,\"floor_growth\":%lld,\"peak_growth\":%lld,"
@@ -352,6 +355,7 @@ void export_torch_json(const struct torch_model *m, const struct callsites *site
 			(unsigned long long)d->last.allocs, (unsigned long long)d->last.frees,
 			d->last.flags & TORCH_S_WINDOWED ? "true" : "false",
 			v.reserved_known ? "true" : "false",
+			v.reserved_from_calls ? "true" : "false",
 			v.expandable == TORCH_ES_ON ? "true" : "false",
 			v.expandable == TORCH_ES_UNKNOWN ? "false" : "true",
 			v.max_split ? "true" : "false", v.warmup ? "warm-up" : "steady",

@@ -257,6 +257,7 @@ static void snapshot_torch(struct guard *g, struct guard_snapshot *s)
 	struct guard_metrics_torch *rows;
 	const struct torch_dev *d;
 	size_t i, n = 0;
+	bool moved;
 
 	s->torch_on = g->opt.torch;
 	if (!g->torch.n)
@@ -271,7 +272,7 @@ static void snapshot_torch(struct guard *g, struct guard_snapshot *s)
 			.comm = d->last.comm,
 			.device = d->device,
 			.allocated = d->last.allocated,
-			.reserved = d->last.reserved,
+			.reserved = torch_model__reserved(&g->torch, d, &moved),
 			.reserved_known = d->last.flags & TORCH_S_TOTALS,
 		};
 	}

@@ -21,6 +21,7 @@ struct torch_proc {
 	bool created;		/* a cuMemCreate of an expandable segment's page */
 	bool segments;		/* a cuMemAlloc of whole 2 MiB */
 	struct torch_site sites[TORCH_SITES];
+	struct torch_seg_proc seg;	/* its segments, as its driver calls say */
 };
 
 void torch_rules__default(struct torch_rules *r)
@@ -50,12 +51,14 @@ void torch_model__init(struct torch_model *m, const struct torch_rules *rules)
 	if (m->rules.window_ns < TORCH_SLOTS)
 		m->rules.window_ns = TORCH_SLOTS;
 	pid_table__init(&m->procs, sizeof(struct torch_proc));
+	m->segs.max = TORCH_SEG_MAX;
 }
 
 void torch_model__free(struct torch_model *m)
 {
 	free(m->devs);
 	pid_table__free(&m->procs);
+	alloc_table__free(&m->segs);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -184,6 +187,47 @@ static void into_slot(const struct torch_model *m, struct torch_dev *d,
 
 static void note(const struct torch_model *m, struct torch_dev *d, bool horizons);
 
+/* The only device of pid the model has, or NULL (none, or several). */
+static struct torch_dev *only_dev(struct torch_model *m, uint32_t pid)
+{
+	bool found;
+	size_t i = find(m, pid, 0, &found);
+
+	if (i >= m->n || m->devs[i].pid != pid)
+		return NULL;
+	if (i + 1 < m->n && m->devs[i + 1].pid == pid)
+		return NULL;
+	return &m->devs[i];
+}
+
+/*
+ * A newer sample with the allocator's totals: checked against its
+ * process's driver calls (torch_seg.h). The calls do not say which device
+ * their segments are for: a process on several is never moved by them.
+ */
+static void seg_sample(struct torch_model *m, struct torch_dev *d, const struct torch_sample *s)
+{
+	const struct torch_proc *p;
+	bool found;
+	size_t i;
+
+	if (!(s->flags & TORCH_S_TOTALS))
+		return;
+	/*
+	 * No hook call since the sample before: nothing new (the one sent at
+	 * its exit, timed then, repeats the last call's figures).
+	 */
+	if (d->last.ts_ns && s->allocs + s->frees == d->last.allocs + d->last.frees)
+		return;
+	if (only_dev(m, s->pid) != d) {
+		for (i = find(m, s->pid, 0, &found); i < m->n && m->devs[i].pid == s->pid; i++)
+			m->devs[i].seg.anchored = m->devs[i].seg.confirmed = false;
+		return;
+	}
+	p = pid_table__find(&m->procs, s->pid);
+	torch_seg__sample(&d->seg, p ? &p->seg : NULL, s->ts_ns, s->reserved);
+}
+
 int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 {
 	struct torch_dev *d = dev_of(m, s->pid, s->device);
@@ -209,8 +253,10 @@ int torch_model__add(struct torch_model *m, const struct torch_sample *s)
 	into_slot(m, d, s);
 	torch_slide__add(&m->rules, d, s);
 	/* Samples may come out of order (the table read beside the ring buffer). */
-	if (s->allocs + s->frees >= d->last.allocs + d->last.frees)
+	if (s->allocs + s->frees >= d->last.allocs + d->last.frees) {
+		seg_sample(m, d, s);
 		d->last = *s;
+	}
 	return 0;
 }
 
@@ -239,16 +285,64 @@ static bool segment_call(const struct cuda_api *api)
 					 api->class == UMT_CLASS_VMM_PHYS);
 }
 
+/*
+ * Reserved moved by a call at ts: its slot's highest, so that a segment
+ * made and given back between two samples is in the window. A slot no
+ * sample opened takes the last sample's allocated, all the model knows.
+ */
+static void seg_into_slot(const struct torch_model *m, struct torch_dev *d, uint64_t ts,
+			  uint64_t reserved)
+{
+	uint64_t n = ts / slot_ns(m) + 1;
+	struct torch_slot *sl = &d->slots[n % TORCH_SLOTS];
+
+	if (sl->n > n)
+		return;
+	if (sl->n < n) {
+		*sl = (struct torch_slot){
+			.n = n, .ts = ts, .ts_last = ts, .reserved_max = reserved,
+			.low = d->last.allocated, .high = d->last.allocated,
+		};
+		return;
+	}
+	if (reserved > sl->reserved_max)
+		sl->reserved_max = reserved;
+}
+
+/* p's segments moved (r): its device's reserved with them, while confirmed. */
+static void seg_moved(struct torch_model *m, const struct torch_proc *p,
+		      const struct umt_call_rec *r)
+{
+	struct torch_dev *d = only_dev(m, r->pid);
+	uint64_t reserved;
+
+	if (!d || d->exited || !torch_seg__reserved(&d->seg, &p->seg, &reserved))
+		return;
+	if (reserved > d->seg.peak)
+		d->seg.peak = reserved;
+	seg_into_slot(m, d, r->ts_ns + r->duration_ns, reserved);
+}
+
 void torch_model__call(struct torch_model *m, const struct umt_call_rec *r, uint32_t site)
 {
 	const struct cuda_api *api = cuda_api__get(r->api);
 	struct torch_proc *p;
 
-	if (r->end != UMT_END_RETURNED || r->ret || !segment_call(api))
+	if (r->end != UMT_END_RETURNED || r->ret)
+		return;
+	if (api && api->is_free) {
+		p = pid_table__find(&m->procs, r->pid);
+		if (p && torch_seg__call(&m->segs, &p->seg, r))
+			seg_moved(m, p, r);
+		return;
+	}
+	if (!segment_call(api))
 		return;
 	p = pid_table__get(&m->procs, r->pid);
 	if (!p)
 		return;
+	if (torch_seg__call(&m->segs, &p->seg, r))
+		seg_moved(m, p, r);
 	if (r->api == UMT_API_MEM_CREATE &&
 	    (r->size == TORCH_PAGE_SMALL || r->size == TORCH_PAGE_LARGE))
 		p->created = true;
@@ -274,6 +368,7 @@ void torch_model__exit(struct torch_model *m, uint32_t pid)
 			m->devs[i].exited = true;
 			m->devs[i].created |= p && p->created;
 			m->devs[i].segments |= p && p->segments;
+			torch_seg__end(&m->devs[i].seg, p ? &p->seg : NULL);
 			if (p)
 				memcpy(m->devs[i].sites, p->sites, sizeof(p->sites));
 		}
@@ -282,6 +377,7 @@ void torch_model__exit(struct torch_model *m, uint32_t pid)
 	m->n = k;
 	/* A pid used again is another process: its calls tell afresh. */
 	pid_table__remove(&m->procs, pid);
+	alloc_table__remove_pid(&m->segs, pid, NULL, NULL);
 }
 
 const struct torch_dev *torch_model__dev(const struct torch_model *m, size_t i)
@@ -448,7 +544,30 @@ static void sites_of(const struct torch_model *m, const struct torch_dev *d,
 		v->sites[v->n_sites++] = s[i].id;
 }
 
-/* The figures at its last sample, and its segments' call sites. */
+uint64_t torch_model__reserved(const struct torch_model *m, const struct torch_dev *d,
+			      bool *from_calls)
+{
+	const struct torch_proc *p = d->exited ? NULL : pid_table__find(&m->procs, d->pid);
+	const struct torch_seg_proc *seg = p ? &p->seg : NULL;
+	uint64_t reserved = d->last.reserved;
+
+	*from_calls = (d->last.flags & TORCH_S_TOTALS) && torch_seg__moved(&d->seg, seg);
+	if (*from_calls)
+		torch_seg__reserved(&d->seg, seg, &reserved);
+	return reserved;
+}
+
+/* Reserved and its peak now, with what its segments' calls said since. */
+static void reserved_of(const struct torch_model *m, const struct torch_dev *d,
+			struct torch_verdict *v)
+{
+	v->reserved = torch_model__reserved(m, d, &v->reserved_from_calls);
+	v->peak_reserved = d->last.peak_reserved;
+	if (v->reserved_known && d->seg.peak > v->peak_reserved)
+		v->peak_reserved = d->seg.peak;
+}
+
+/* The figures at its last sample (reserved: now), and its segments' call sites. */
 static void figures_of(const struct torch_model *m, const struct torch_dev *d,
 		       struct torch_verdict *v)
 {
@@ -459,11 +578,10 @@ static void figures_of(const struct torch_model *m, const struct torch_dev *d,
 	v->expandable = expandable_of(m, d);
 	v->max_split = s->flags & TORCH_S_MAX_SPLIT;
 	v->allocated = s->allocated;
-	v->reserved = s->reserved;
+	reserved_of(m, d, v);
 	v->peak_allocated = s->peak_allocated;
-	v->peak_reserved = s->peak_reserved;
-	v->cached = s->reserved > s->allocated ? s->reserved - s->allocated : 0;
-	v->cached_share = share(v->cached, s->reserved);
+	v->cached = v->reserved > s->allocated ? v->reserved - s->allocated : 0;
+	v->cached_share = share(v->cached, v->reserved);
 	v->first_ns = d->first_ns;
 	v->last_ns = s->ts_ns;
 	v->n_episodes = d->n_episodes;
@@ -633,6 +751,7 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 		sum.peak_allocated += one.peak_allocated;
 		sum.peak_reserved += one.peak_reserved;
 		sum.reserved_known |= one.reserved_known;
+		sum.reserved_from_calls |= one.reserved_from_calls;
 		sum.n_episodes += one.n_episodes;
 		if (!any || one.first_ns < sum.first_ns)
 			sum.first_ns = one.first_ns;
@@ -650,6 +769,7 @@ bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 	v->peak_allocated = sum.peak_allocated;
 	v->peak_reserved = sum.peak_reserved;
 	v->reserved_known = sum.reserved_known;
+	v->reserved_from_calls = sum.reserved_from_calls;
 	v->n_episodes = sum.n_episodes;
 	v->first_ns = sum.first_ns;
 	v->last_ns = sum.last_ns;

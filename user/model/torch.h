@@ -9,7 +9,10 @@
  *
  * The figures. allocated is what live tensors' blocks take, reserved what
  * the allocator holds from the driver (its segments); reserved - allocated
- * is its cache. Within a training step allocated swings from the step's
+ * is its cache. Between samples reserved moves with the driver calls that
+ * make the allocator's segments, while they agree with the hook
+ * (model/torch_seg.h): the figure shown, its peak and its slot's highest;
+ * allocated stays the last sample's. Within a training step allocated swings from the step's
  * floor (weights, optimizer state: what outlives the step) to its peak
  * (activations), so the current cache says little. Each sample carries
  * allocated's lowest and highest since the one before (the kernel keeps
@@ -84,6 +87,8 @@
 #include <stdint.h>
 #include <linux/types.h>
 #include "lib/pid_table.h"
+#include "model/alloc_table.h"
+#include "model/torch_seg.h"
 #include "model/trend.h"
 #include "umtrace.h"
 
@@ -199,10 +204,17 @@ struct torch_verdict {
 	enum torch_kind kind;
 	bool warmup;			/* no judgement yet */
 	bool reserved_known;		/* the hook gave the allocator's totals */
+	/*
+	 * reserved (and cached) is not the last sample's but what its
+	 * segments' driver calls made it since (model/torch_seg.h);
+	 * allocated is still the last sample's
+	 */
+	bool reserved_from_calls;
 	enum torch_es expandable;
 	bool max_split;			/* max_split_size_mb in its environment */
-	uint64_t allocated, reserved, cached;	/* at the last sample */
-	uint64_t peak_allocated, peak_reserved;
+	/* at the last sample; reserved and cached now, with reserved_from_calls */
+	uint64_t allocated, reserved, cached;
+	uint64_t peak_allocated, peak_reserved;	/* reserved's: the calls' moves too */
 	double cached_share;		/* cached / reserved */
 	/* over the window judged (none in the warm-up) */
 	uint64_t span_ns;
@@ -263,6 +275,7 @@ struct torch_dev {
 	struct torch_site sites[TORCH_SITES];
 	uint64_t first_ns;
 	struct torch_sample last;
+	struct torch_seg_dev seg;	/* reserved between samples, from calls */
 	struct torch_slot slots[TORCH_SLOTS];	/* by slot number mod TORCH_SLOTS */
 	struct trend floor_t[TORCH_HORIZONS];	/* allocated's lowest */
 	struct trend reserved_t[TORCH_HORIZONS];
@@ -279,6 +292,7 @@ struct torch_model {
 	struct torch_dev *devs;
 	size_t n, cap;
 	struct pid_table procs;		/* struct torch_proc, from GPU calls */
+	struct alloc_table segs;	/* their segments outstanding (torch_seg.h) */
 	bool forget_exited;		/* drop a process at its end (top) */
 };
 
@@ -307,6 +321,13 @@ void torch_model__judge(const struct torch_model *m, const struct torch_dev *d,
  */
 bool torch_model__judge_pid(const struct torch_model *m, uint32_t pid,
 			    struct torch_verdict *v);
+
+/*
+ * A device's reserved now: its last sample's, or where its segments'
+ * driver calls moved it since (*from_calls; model/torch_seg.h).
+ */
+uint64_t torch_model__reserved(const struct torch_model *m, const struct torch_dev *d,
+			       bool *from_calls);
 
 /* A device's episodes, oldest first (*out: into d); how many. */
 size_t torch_dev__episodes(const struct torch_dev *d, const struct torch_episode **out);
