@@ -591,6 +591,30 @@ static void test_timeline_empty_and_one(void)
 	timeline__free(&t);
 }
 
+/* The driver's page pool: a line and a legend entry once it held anything. */
+static void test_timeline_pool(void)
+{
+	struct timeline t;
+	size_t len = 0;
+	char *out;
+	int err;
+
+	timeline__init(&t);
+	CHECK_EQ(timeline__set_pool(&t, GIB), -EINVAL, "pool before a sample");
+	timeline__add_sample(&t, 1 * NS, 16 * GIB, 10 * GIB, 8 * GIB);
+	timeline__add_sample(&t, 2 * NS, 16 * GIB, 9 * GIB, 7 * GIB);
+	out = run_timeline(&t, &len, &err);
+	CHECK(!err && out && !strstr(out, "driver page pool") && !strstr(out, "class=\"pool\""),
+	      "no pool, no line", "%s", out ? out : "");
+	free(out);
+	CHECK_EQ(timeline__set_pool(&t, 3 * GIB), 0, "pool");
+	out = run_timeline(&t, &len, &err);
+	CHECK(!err && out && strstr(out, ">driver page pool<") &&
+	      strstr(out, "<polyline class=\"pool\""), "pool drawn", "%s", out ? out : "");
+	free(out);
+	timeline__free(&t);
+}
+
 static void test_timeline_many(void)
 {
 	struct timeline t;
@@ -854,5 +878,6 @@ int main(int argc, char **argv)
 	RUN_SUBTEST(test_svg_structure);
 	RUN_SUBTEST(test_timeline_empty_and_one);
 	RUN_SUBTEST(test_timeline_many);
+	RUN_SUBTEST(test_timeline_pool);
 	return CHECK_EXIT();
 }

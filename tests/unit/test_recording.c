@@ -173,6 +173,8 @@ static struct rec_sample make_sample(void)
 	s.allocstall = 7;
 	s.pgscan_direct = 1000;
 	s.pgsteal_direct = 900;
+	s.has_shrunk = true;
+	s.driver_shrunk = 10ULL << 20;
 	return s;
 }
 
