@@ -231,3 +231,14 @@ class Env:
             elif os.path.lexists(t):
                 os.unlink(t)
         self._tmp = []
+
+
+def maps_say(pid, text, timeout=30):
+    """Wait until pid's maps name text (a library mapped, or its deletion)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(f"/proc/{pid}/maps") as f:
+            if text in f.read():
+                return
+        assert time.monotonic() < deadline, f"{text!r} never in pid {pid}'s maps"
+        time.sleep(0.02)

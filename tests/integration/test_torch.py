@@ -19,7 +19,7 @@ import signal
 import subprocess
 import time
 
-from harness import Skip, readline, wait_line
+from harness import Skip, maps_say, readline, wait_line
 
 MIB = 1 << 20
 DISCRETE = dict(os.environ, FAKECUDA_MODE="discrete")
@@ -608,3 +608,41 @@ def test_torch_guard_stop_names_the_root_cause(env):
         hook = dict(l.split("=", 1) for l in f.read().splitlines())
     assert hook["UMTRACE_TORCH_CAUSE"] == m.group(2), hook
     print(f"    root cause at the stop: {m.group(2)}")
+
+
+def test_torch_library_replaced_on_disk(env):
+    """A job whose libc10 was replaced on disk after it mapped it (`pip
+    install -U torch` while it trains: its maps say "(deleted)", no path
+    leads to the inode it runs) is probed all the same, through
+    /proc/PID/map_files/, with no --libc10: its figures exact. The job is
+    held stopped in its start-up delay until the probes are in."""
+    c10, job = paths(env)
+    d = env.tmpfile("torch-replaced")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    lib = os.path.join(d, "libc10.so")
+    shutil.copy(c10, lib)
+    truth = fresh(env, "torch-replaced.json")
+    penv = dict(DISCRETE, LD_LIBRARY_PATH=d)
+    p = env.popen([job, "-m", "leak", "-s", "20", "-w", "50", "-d", "1000", "-M", "16G",
+                   "-o", truth], env=penv)
+    maps_say(p.pid, lib)
+    p.send_signal(signal.SIGSTOP)
+    shutil.copy(c10, lib + ".new")
+    os.rename(lib + ".new", lib)	# the old inode lives on, unnamed
+    maps_say(p.pid, lib + " (deleted)")
+    rp = env.popen([env.umtrace, "report", "-v", "--json", "--stack", "fp", "--rescan", "0",
+                    "--libc10-every-call", "--libcuda", env.fake, "-p", str(p.pid)],
+                   env=DISCRETE)
+    want = f"probing PyTorch's allocator hook (3 forms) in {lib} (deleted, run by pid {p.pid})"
+    wait_line(rp.stderr, want, 60)
+    wait_line(rp.stderr, "capabilities dropped", 60)
+    p.send_signal(signal.SIGCONT)
+    p.wait(timeout=60)
+    assert p.returncode == 0, p.stderr.read()
+    out, err = rp.communicate(timeout=60)
+    assert rp.returncode == 0, err[-800:]
+    o = [o for o in objects(out) if o["pid"] == p.pid]
+    final = truth_of(truth)["final"]
+    assert o and all(o[0][k] == final[k] for k in FIGURES), (o, final)
+

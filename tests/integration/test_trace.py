@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from harness import Skip, find_stub_libcuda, wait_line
+from harness import Skip, find_stub_libcuda, maps_say, wait_line
 
 MIB = 1 << 20
 # Entry points that take their whole size in host pages inside the call.
@@ -447,16 +447,6 @@ def test_discovery_rescan_finds_running_process(env):
     assert f"/proc/{job.pid}/root" in err and "probing 26 entry points" in err, err
     mine = [c for c in res.calls if c["pid"] == job.pid]
     assert len(mine) == 6, res
-
-
-def maps_say(pid, text, timeout=30):
-    deadline = time.monotonic() + timeout
-    while True:
-        with open(f"/proc/{pid}/maps") as f:
-            if text in f.read():
-                return
-        assert time.monotonic() < deadline, f"{text!r} never in pid {pid}'s maps"
-        time.sleep(0.02)
 
 
 def test_discovery_library_replaced_on_disk(env):
