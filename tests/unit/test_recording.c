@@ -198,7 +198,7 @@ static struct rec_stop make_stop(void)
 static int write_recording(const char *path, unsigned int n)
 {
 	struct recording_writer *w = recording_writer__open(path, 0);
-	struct rec_info info = { 1, 2, 33, 1000 };
+	struct rec_info info = { 1, 2, 33, 1000, 1 };
 	struct umt_proc_exit_rec x = { UMT_REC_PROC_EXIT, 4002, 7000000000ULL, "leaver" };
 	struct rec_sample smp = make_sample();
 	struct rec_stop stop = make_stop();
@@ -255,7 +255,7 @@ static void test_round_trip(void)
 	CHECK(!memcmp(&s.stop, &want_stop, sizeof(want_stop)), "stop fields", "differ");
 	CHECK_EQ(s.infos, 1, "info written once while it did not change");
 	CHECK(s.info.platform_forced == 1 && s.info.platform_driver == 2 && s.info.dropped == 33 &&
-	      s.info.sample_interval_ms == 1000, "info fields", "differ");
+	      s.info.sample_interval_ms == 1000 && s.info.pages_unseen == 1, "info fields", "differ");
 	CHECK(st.file.complete && !st.damaged, "complete", "damaged %d", st.damaged);
 	CHECK(!replay_stats__warning(&st, warn, sizeof(warn)), "no warning", "%s", warn);
 	/* Interned: few distinct strings and stacks for 1000 calls. */

@@ -117,6 +117,7 @@ static void flight_info(struct guard_postmortem *pm)
 	struct rec_info i = {
 		.platform_forced = pm->platform,
 		.platform_driver = pm->who->summary.platform.decided,
+		.pages_unseen = pm->who->summary.pages_unseen,
 	};
 	struct probe_stats st;
 

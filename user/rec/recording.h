@@ -117,6 +117,13 @@ struct rec_info {
 	uint32_t platform_driver;	/* what the recording host's driver said */
 	uint64_t dropped;		/* records lost to a full ring buffer so far */
 	uint32_t sample_interval_ms;
+	/*
+	 * The calls' host pages were not watched (the guard far from its
+	 * floor): their HOST+ and HOST- are not figures, and the driver's pool
+	 * is not kept from them. Written after the rest: an older file reads
+	 * as 0.
+	 */
+	uint32_t pages_unseen;
 };
 
 /* Read the sample fields from /proc now (ts_ns included). 0 or -errno. */

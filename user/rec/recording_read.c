@@ -277,6 +277,8 @@ static void do_info(struct replay *rp, struct dec *d)
 	i.platform_driver = dec_u32(d);
 	i.dropped = dec_u(d);
 	i.sample_interval_ms = dec_u32(d);
+	if (d->p < d->end)
+		i.pages_unseen = dec_u32(d);
 	if (d->bad)
 		return;
 	rp->st->infos++;

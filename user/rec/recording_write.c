@@ -320,6 +320,7 @@ int recording_writer__set_info(struct recording_writer *w, const struct rec_info
 	enc_u(&e, i->platform_driver);
 	enc_u(&e, i->dropped);
 	enc_u(&e, i->sample_interval_ms);
+	enc_u(&e, i->pages_unseen);
 	return emit(w, REC_INFO, &e);
 }
 

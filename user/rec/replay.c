@@ -105,6 +105,7 @@ static void file_info(void *ctx, const struct rec_info *i)
 	struct platform_model *m = &v->summary.platform;
 
 	v->dropped = i->dropped;
+	v->summary.pages_unseen = i->pages_unseen;
 	if (v->info_seen || v->opts->platform_given)
 		return;
 	v->info_seen = true;
