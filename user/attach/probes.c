@@ -446,6 +446,13 @@ int probes__kthreads_fd(const struct probes *p)
 	return bpf_map__fd(p->skel->maps.kthread_pages);
 }
 
+int probes__gpu_memcgs_fd(const struct probes *p)
+{
+	if (!p->skel || !p->skel->rodata->count_kthreads)
+		return -1;
+	return bpf_map__fd(p->skel->maps.gpu_memcgs);
+}
+
 int probes__proc_pages_fd(const struct probes *p)
 {
 	return bpf_map__fd(p->skel->maps.proc_pages);

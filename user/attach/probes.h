@@ -130,6 +130,8 @@ int probes__managed_fd(const struct probes *p);
 const struct umt_torch_slot *probes__torch_slots(const struct probes *p);
 /* The kernel threads' pages map (count_kthreads), -1 without it. */
 int probes__kthreads_fd(const struct probes *p);
+/* The GPU processes' memory cgroups and names (count_kthreads), -1 without them. */
+int probes__gpu_memcgs_fd(const struct probes *p);
 void probes__stats(const struct probes *p, struct probe_stats *st);
 void probes__destroy(struct probes *p);
 /* The programs this load verified. */
