@@ -67,9 +67,14 @@ void export_kthreads_text(const struct kthread_row *rows, size_t n, size_t max, 
 		"WHAT IT DOES");
 	for (i = 0; i < n && i < max; i++) {
 		who_text(&rows[i], who, sizeof(who));
-		fprintf(f, "%-7u %-16s %9s  %-36s  %s\n", rows[i].pid,
+		fprintf(f, "%-7u %-16s %9s  ", rows[i].pid,
 			esc__term(rows[i].comm, comm, sizeof(comm)),
-			fmt_bytes(rows[i].bytes, b, sizeof(b)), who, rows[i].role);
+			fmt_bytes(rows[i].bytes, b, sizeof(b)));
+		/* no blanks at the line's end when the role is not known */
+		if (*rows[i].role)
+			fprintf(f, "%-36s  %s\n", who, rows[i].role);
+		else
+			fprintf(f, "%s\n", who);
 	}
 }
 
