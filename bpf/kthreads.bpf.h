@@ -187,6 +187,7 @@ static __always_inline __u64 task_memcg_cgroup(struct task_struct *task)
 		return 0;
 	id = bpf_core_enum_value(enum cgroup_subsys_id, memory_cgrp_id);
 	set = BPF_CORE_READ(task, cgroups);
+	/* subsys[] has CGROUP_SUBSYS_COUNT entries, never near 64 */
 	if (!set || id < 0 || id >= 64)
 		return 0;
 	bpf_core_read(&css, sizeof(css), &set->subsys[id]);
