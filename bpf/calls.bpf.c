@@ -10,6 +10,7 @@
  * (lifetime.bpf.c).
  */
 #include "calls.bpf.h"
+#include "kthreads.bpf.h"
 
 /* The smallest page size of x86 and arm64: user stacks end at its multiples. */
 #define UMT_PAGE_MIN 4096
@@ -179,12 +180,16 @@ static __always_inline struct umt_ustack_rec *ustack_reserve(struct pt_regs *ctx
 	return r;
 }
 
-static __always_inline void note_gpu_proc(__u32 tgid)
+static __always_inline void note_gpu_proc(struct task_struct *task, __u32 tgid)
 {
 	struct umt_gpu_proc zero = {};
 
-	if (!bpf_map_lookup_elem(&gpu_procs, &tgid))
-		bpf_map_update_elem(&gpu_procs, &tgid, &zero, BPF_NOEXIST);
+	if (bpf_map_lookup_elem(&gpu_procs, &tgid))
+		return;
+	bpf_map_update_elem(&gpu_procs, &tgid, &zero, BPF_NOEXIST);
+	/* once a process: kernel threads may charge its memory cgroup */
+	if (count_kthreads)
+		kthread_job_seen(task, tgid);
 }
 
 SEC("uprobe")
@@ -213,7 +218,7 @@ int BPF_KPROBE(gpu_call_entry)
 		/* Not deeper: the open call returned without its probe. */
 		close_window(w, UMT_END_LOST_RETURN, 0);
 	}
-	note_gpu_proc(task->tgid);
+	note_gpu_proc(task, task->tgid);
 	w->cookie = ck;
 	w->sp = sp;
 	w->pages_taken = 0;

@@ -229,12 +229,6 @@ struct umt_managed_alloc {
 };
 
 /*
- * Host pages taken by a kernel thread (the driver's bottom halves such as
- * "UVM GPU0 BH", khugepaged, kworkers), by thread and by the process the
- * kernel later said they were for (kmem:rss_stat naming that process's
- * mm); tgid 0: no process named.
- */
-/*
  * A process as the rescan's task iterator sees it (bpf/libcuda_scan.bpf.c):
  * its executable mappings' size changes when it maps a library.
  */
@@ -245,14 +239,38 @@ struct umt_proc_exec {
 	__u64 exec_vm;		/* pages of its executable mappings */
 };
 
+/*
+ * Host pages taken by a kernel thread (the driver's bottom halves such as
+ * "UVM GPU0 BH", khugepaged, kworkers), by thread and by whom they were
+ * for (bpf/kthreads.bpf.h): the process whose mm it had adopted, the
+ * memory cgroup it had made active, or the process whose resident-set
+ * counters it later changed (kmem:rss_stat). by 0: the thread's own.
+ */
+#define UMT_KTHREAD_BY_MM	1	/* tgid: the adopted mm's owner */
+#define UMT_KTHREAD_BY_MEMCG	2	/* cgroup: the active memory cgroup */
+#define UMT_KTHREAD_BY_RSS	3	/* tgid: named by rss_stat afterwards */
+
 struct umt_kthread_key {
 	__u32 pid;		/* the kernel thread */
 	__u32 tgid;		/* for this process, 0: none named */
+	__u64 cgroup;		/* for this memory cgroup (its id), 0: none */
+	__u32 by;		/* UMT_KTHREAD_BY_*, 0: the thread's own */
+	__u32 pad;
 };
 
 struct umt_kthread_pages {
 	__u64 pages;
 	char comm[TASK_COMM_LEN];	/* the kernel thread's */
+};
+
+/*
+ * A process that made a GPU call (the gpu_memcgs map, kept past its exit):
+ * its memory cgroup's id (0: none) and its name, so that pages a kernel
+ * thread charged to that cgroup are named for the job.
+ */
+struct umt_gpu_memcg {
+	__u64 cgroup;
+	char comm[TASK_COMM_LEN];
 };
 
 /*

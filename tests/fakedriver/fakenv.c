@@ -15,10 +15,14 @@
  *   page given back; a kernel thread whose comm is nv_mem_pool_scr zeroes
  *   them; allocations take pooled pages first, without the page
  *   allocator; only a shrinker gives them back to the kernel.
- * - A kernel thread named "UVM GPU0 BH" services a job's faults: the job's
- *   mm adopted (kthread_use_mm), as ATS faults populate the job's pages,
- *   and the job's memory cgroup active (set_active_memcg), as UVM charges
- *   what it takes for a job.
+ * - A kernel thread named "UVM GPU0 BH" services a job's faults: first
+ *   with the job's memory cgroup active (set_active_memcg) and no mm, as
+ *   UVM's uvm_memcg_context_start() charges the pages it takes for a job;
+ *   then with the job's mm adopted too (kthread_use_mm), faulting the
+ *   job's pages in as ATS fault servicing populates them.
+ * - /proc/driver/nvidia/version exists while it is loaded, as the real
+ *   driver's does (nothing under gpus/: the platform stays decided by what
+ *   the allocations take).
  *
  * /proc/fakenv gives the module's own counters, in base pages, so the
  * tests compare umtrace's figures with the truth to the page.
@@ -40,6 +44,7 @@
 #include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/utsname.h>
 #include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/xarray.h>
@@ -495,14 +500,17 @@ static DEFINE_SPINLOCK(fakenv_bh_lock);
 static DECLARE_WAIT_QUEUE_HEAD(fakenv_bh_wq);
 static struct task_struct *fakenv_bh;
 
-/* In the BH thread: the job's mm and memory cgroup are ours meanwhile. */
+/*
+ * In the BH thread: the job's memory cgroup is ours meanwhile, and its mm
+ * while the job's pages are faulted in. The kernel pages are taken before
+ * the mm is adopted, so that the cgroup alone says whom they are for.
+ */
 static void fakenv_bh_service(struct fakenv_bh_job *j)
 {
 	struct fakenv_bh_fault *r = j->req;
 	struct mem_cgroup *old;
 	unsigned long i;
 
-	kthread_use_mm(j->mm);
 	old = set_active_memcg(j->memcg);
 	for (i = 0; i < r->kernel_pages; i++) {
 		struct page *page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
@@ -516,6 +524,7 @@ static void fakenv_bh_service(struct fakenv_bh_job *j)
 		spin_unlock(&j->f->lock);
 		stat_add(ST_BH_KERNEL, 1);
 	}
+	kthread_use_mm(j->mm);
 	for (i = 0; !j->err && i < r->len; i += PAGE_SIZE) {
 		/* a write through the adopted mm faults the page in */
 		if (put_user((u8)0, (u8 __user *)(uintptr_t)(r->addr + i))) {
@@ -525,8 +534,8 @@ static void fakenv_bh_service(struct fakenv_bh_job *j)
 		r->pages_faulted++;
 		stat_add(ST_BH_FAULTED, 1);
 	}
-	set_active_memcg(old);
 	kthread_unuse_mm(j->mm);
+	set_active_memcg(old);
 }
 
 static int fakenv_bh_run(void *unused)
@@ -675,6 +684,32 @@ static int fakenv_proc_show(struct seq_file *m, void *v)
 	return 0;
 }
 
+/* As the real driver's first line says it, with this module's name. */
+static int fakenv_version_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "NVRM version: NVIDIA UNIX Open Kernel Module for %s  590.44.01  "
+		   "fakenv (umtrace's test driver)\n", utsname()->machine);
+	return 0;
+}
+
+/*
+ * /proc/driver/nvidia: umtrace takes its presence for a loaded driver
+ * (--device-nodes auto). Only the version file: a gpus/ directory would
+ * make umtrace decide the platform from the GPUs listed there.
+ */
+static int fakenv_nvidia_proc_add(void)
+{
+	struct proc_dir_entry *dir = proc_mkdir("driver/nvidia", NULL);
+
+	if (!dir)
+		return -ENOMEM;
+	if (!proc_create_single("version", 0444, dir, fakenv_version_show)) {
+		proc_remove(dir);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* ---- the module ---- */
 
 static void fakenv_pools_empty(void)
@@ -723,11 +758,16 @@ static int __init fakenv_init(void)
 		err = -ENOMEM;
 		goto err_shrinker;
 	}
-	err = misc_register(&fakenv_misc);
+	err = fakenv_nvidia_proc_add();
 	if (err)
 		goto err_proc;
+	err = misc_register(&fakenv_misc);
+	if (err)
+		goto err_nvidia;
 	return 0;
 
+err_nvidia:
+	remove_proc_subtree("driver/nvidia", NULL);
 err_proc:
 	remove_proc_entry("fakenv", NULL);
 err_shrinker:
@@ -742,6 +782,7 @@ err_scrubber:
 static void __exit fakenv_exit(void)
 {
 	misc_deregister(&fakenv_misc);
+	remove_proc_subtree("driver/nvidia", NULL);
 	remove_proc_entry("fakenv", NULL);
 	fakenv_shrinker_del();
 	kthread_stop(fakenv_bh);

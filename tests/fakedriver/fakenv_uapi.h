@@ -42,11 +42,11 @@ struct fakenv_alloc {
 
 /*
  * A GPU fault serviced for the caller by the "UVM GPU0 BH" kernel thread:
- * with the caller's mm adopted (kthread_use_mm) it writes every page of
- * [addr, addr + len), faulting them into the caller's mapping, and with
- * the caller's memory cgroup active (set_active_memcg) it takes
- * @kernel_pages pages of its own with __GFP_ACCOUNT, held until the
- * caller closes the device. Out: the pages written.
+ * with the caller's memory cgroup active (set_active_memcg) and no mm it
+ * takes @kernel_pages pages of its own with __GFP_ACCOUNT, held until the
+ * caller closes the device; then, the caller's mm adopted too
+ * (kthread_use_mm), it writes every page of [addr, addr + len), faulting
+ * them into the caller's mapping. Out: the pages written.
  */
 struct fakenv_bh_fault {
 	unsigned long long addr;

@@ -510,6 +510,9 @@ fnv_load() {
 	for c in nv_mem_pool_scr 'UVM GPU0 BH'; do
 		grep -q "^$c" $W/comms || { echo "no thread $c"; return 1; }
 	done
+	# as the real driver: what --device-nodes auto looks for
+	grep -q '^NVRM version: ' /proc/driver/nvidia/version ||
+		{ echo "no /proc/driver/nvidia/version"; return 1; }
 }
 
 # Eager, in the caller, nothing pooled: 4 x 8 MiB of 2 MiB pages, the first
@@ -625,39 +628,129 @@ fnv_pool_end() {
 	return $rc
 }
 
-# The BH thread faults the second half of 2 x 8 MiB of managed memory in for
-# the job (its mm adopted, its memory cgroup active): umtrace's live report
-# names the thread, its pages, and the job they were for.
-fnv_bh() {
+# The BH thread takes a page of its own per 2 MiB for the job (its memory
+# cgroup active, no mm) and faults the second half of 2 x 8 MiB of managed
+# memory in (its mm adopted): umtrace charges both to the job as they are
+# taken, the thread keeps no more than the slack. Both in a live report
+# (JSON: to the page) and in top (text: to its figure's precision).
+FNV_CG=/sys/fs/cgroup/fnvjob
+FNV_BH_JOB="echo \$\$ >$FNV_CG/cgroup.procs; exec alloc_mix -n 2 -s 8M -a managed -F"
+
+fnv_bh_setup() {
 	echo +memory >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null
-	mkdir -p /sys/fs/cgroup/fnvjob
+	grep -qw memory /sys/fs/cgroup/cgroup.subtree_control ||
+		{ echo "no memory controller for the job's cgroup"; return 1; }
+	mkdir -p $FNV_CG
+}
+
+# fnv_bh_want NAME: what the BH took in run NAME: FAULTED, KPAGES; the job's PID
+fnv_bh_want() {
+	faulted=$(fnv_delta bh_faulted "$1.0" "$1.1"); kpages=$(fnv_delta bh_kernel "$1.0" "$1.1")
+	pid=$(sed -n 's/^ *"pid": \([0-9]*\),$/\1/p' "$W/$1.json")
+	[ "$faulted" -gt 0 ] && [ "$kpages" -gt 0 ] && [ -n "$pid" ] ||
+		{ echo "the BH did not work for a job: faulted $faulted, kernel $kpages, pid '$pid'"; return 1; }
+}
+
+fnv_bh() {
+	fnv_bh_setup || return 1
 	fnv_run b fb timeout $LONG umtrace report --json --libcuda $FAKE -- sh -c \
-		"echo \$\$ >/sys/fs/cgroup/fnvjob/cgroup.procs; exec alloc_mix -n 2 -s 8M -a managed -F -o $W/fb.json" ||
+		"$FNV_BH_JOB -o $W/b.json" || return 1
+	fnv_bh_want b || return 1
+	grep '"event":"kernel_thread"' $W/fb.out | grep '"comm":"UVM GPU0 BH"' >$W/fb.rows
+	# shellcheck disable=SC2046 # five words
+	set -- $(jawk -v pg="$FNV_PG" -v pid="$pid" '
+	num("for_pid") == pid {
+		all += num("host_bytes") / pg; mm += num("mm_bytes") / pg
+		cg += num("memcg_bytes") / pg; path = str("for_cgroup")
+	}
+	/"by":\[\]/ { own += num("host_bytes") / pg }
+	END { printf "%d %d %d %d %s\n", all, mm, cg, own, path == "" ? "-" : path }' $W/fb.rows)
+	all=$1 mm=$2 cg=$3 own=$4 path=$5
+	fnv_info "bh: driver's BH faulted $faulted job pages (mm adopted), took $kpages of its own for the job (memcg active);" \
+		"umtrace report: 'UVM GPU0 BH' for pid $pid $all pages ($mm by mm, $cg by memcg in $path), its own $own"
+	[ -s $W/fb.rows ] || { echo "no kernel_thread row for UVM GPU0 BH: $(grep -c kernel_thread $W/fb.out) rows"; return 1; }
+	near "$mm" "$faulted" || { echo "by mm: $mm pages for pid $pid, the BH faulted $faulted"; return 1; }
+	near "$cg" "$kpages" || { echo "by memcg: $cg pages for pid $pid, the BH took $kpages"; return 1; }
+	near "$all" $((faulted + kpages)) || { echo "pid $pid: $all pages, the BH took $((faulted + kpages))"; return 1; }
+	[ "$path" = /fnvjob ] || { echo "the job's memory cgroup: $path, not /fnvjob"; return 1; }
+	[ "$own" -le "$FNV_SLACK" ] || { echo "UVM GPU0 BH kept $own pages as its own"; return 1; }
+}
+
+top_snaps() { grep -c '^umtrace top ' $W/ft.out; }
+top_snapped() { [ "$(top_snaps)" -gt "$1" ]; }
+
+# The same job under top: its last snapshot's kernel-thread table.
+fnv_bh_top() {
+	fnv_bh_setup || return 1
+	timeout $LONG umtrace top -b -i 1s --libcuda $FAKE >$W/ft.out 2>$W/ft.err &
+	tp=$!
+	if ! wait_until 60 grep -q probing $W/ft.err; then
+		kill -INT $tp; wait $tp
+		echo "top did not attach: $(tail -n 2 $W/ft.err)"
 		return 1
-	faulted=$(fnv_delta bh_faulted b.0 b.1); kpages=$(fnv_delta bh_kernel b.0 b.1)
-	pid=$(sed -n 's/^ *"pid": \([0-9]*\),$/\1/p' $W/fb.json)
-	row=$(grep '"event":"kernel_thread"' $W/fb.out | grep '"comm":"UVM GPU0 BH"')
-	got=$(echo "$row" | jawk -v pg="$FNV_PG" '{ printf "%d\n", num("host_bytes") / pg }')
-	forpid=$(echo "$row" | jawk '{ print num("for_pid") }')
-	peak=$(cat /sys/fs/cgroup/fnvjob/memory.peak 2>/dev/null || echo -)
-	fnv_info "bh: driver's BH faulted $faulted job pages and took $kpages of its own for the job (memcg);" \
-		"umtrace: thread 'UVM GPU0 BH' ${got:-0} pages, for pid ${forpid:-none} (job pid $pid); the job's memcg peak $peak bytes"
-	[ -n "$row" ] || { echo "no kernel_thread row for UVM GPU0 BH: $(grep -c kernel_thread $W/fb.out) rows"; return 1; }
-	near "$got" $((faulted + kpages)) || { echo "UVM GPU0 BH: $got pages, the driver took $((faulted + kpages))"; return 1; }
+	fi
+	fnv_run t ftj sh -c "$FNV_BH_JOB -o $W/t.json"
+	rc=$?
+	# a snapshot taken after the job ended
+	n=$(top_snaps)
+	wait_until 30 top_snapped $((n + 1))
+	kill -INT $tp
+	wait $tp
+	[ "$rc" = 0 ] || return 1
+	fnv_bh_want t || return 1
+	# "%-7u %-16s %9s  %-36s  %s": the comm has spaces, its columns do not move
+	# shellcheck disable=SC2046 # five words
+	set -- $(awk -v pg="$FNV_PG" -v pid="$pid" '
+	function bytes(s,  u, v) {
+		u = substr(s, length(s)); v = substr(s, 1, length(s) - 1) + 0
+		prec[s] = (v < 10 ? 0.05 : 0.5) * (u == "K" ? 1024 : u == "M" ? 1048576 : u == "G" ? 1073741824 : 0)
+		return v * (u == "K" ? 1024 : u == "M" ? 1048576 : u == "G" ? 1073741824 : 1)
+	}
+	/^PID +KERNEL THREAD/ { table = 1; job = own = err = 0; who = "-"; next }
+	table && !NF { table = 0 }
+	table && substr($0, 9, 16) ~ /^UVM GPU0 BH +$/ {
+		t = substr($0, 26, 9); gsub(/ /, "", t)
+		f = substr($0, 37); sub(/  .*$/, "", f)	# FOR, then two spaces and the role
+		if (f == "-") { own = bytes(t); next }
+		if (index(f, pid " ") == 1) { job = bytes(t); err = prec[t]; who = f; gsub(/ /, "~", who) }
+	}
+	END { printf "%d %d %d %d %s\n", job / pg, own / pg, err / pg, err, who }' $W/ft.out)
+	job=$1 own=$2 err=$3 who=$5
+	fnv_info "bh: under top: 'UVM GPU0 BH' for '$(echo "$who" | tr '~' ' ')' $job pages (figure +-$err), its own $own;" \
+		"the BH took $((faulted + kpages))"
+	[ "$who" != - ] || { echo "top: no UVM GPU0 BH row for pid $pid: $(grep -A 6 'KERNEL THREAD' $W/ft.out | tail -n 6)"; return 1; }
+	case $who in
+	*~by~mm+memcg*) ;;
+	*) echo "top: the BH's row for pid $pid is not by mm and memcg: $who"; return 1 ;;
+	esac
+	case $who in
+	*~in~/fnvjob~*) ;;
+	*) echo "top: the BH's row for pid $pid does not name /fnvjob: $who"; return 1 ;;
+	esac
+	[ "$job" -ge $((faulted + kpages - err)) ] && [ "$job" -le $((faulted + kpages + err + FNV_SLACK)) ] ||
+		{ echo "top: $job pages for pid $pid, the BH took $((faulted + kpages)) (figure +-$err)"; return 1; }
+	[ "$own" -le $((FNV_SLACK + err)) ] || { echo "top: UVM GPU0 BH kept $own pages as its own"; return 1; }
 }
 
 # GH200's HBM: allocations on the memory-only node 1 (__GFP_THISNODE),
-# counted apart when umtrace is told it is a device node.
+# counted apart: --device-nodes auto takes node 1 while the driver's
+# /proc/driver/nvidia is there.
 fnv_node() {
 	[ -d /sys/devices/system/node/node1 ] && [ -z "$(cat /sys/devices/system/node/node1/cpulist)" ] ||
 		{ echo "no memory-only node 1"; return 1; }
 	echo 0 >$FNV_POOLS
-	fnv_run n fn FAKECUDA_DRIVER_NODE=1 timeout $LONG umtrace trace --json --device-nodes 1 --libcuda $FAKE -- \
+	fnv_run n fn FAKECUDA_DRIVER_NODE=1 timeout $LONG umtrace trace --json --libcuda $FAKE -- \
 		alloc_mix -n 2 -s 8M -a alloc -F -o $W/fn.json || return 1
 	taken=$(fnv_delta taken n.0 n.1)
 	dev=$(usum $W/fn.out cuMemAlloc_v2 device_node_bytes)
 	host=$(usum $W/fn.out cuMemAlloc_v2 host_bytes)
-	fnv_info "node: driver took $taken pages on node 1; umtrace --device-nodes 1: device-node $dev, HOST+ $host pages"
+	said=$(grep -m1 'NUMA node(s) are not host RAM' $W/fn.err)
+	fnv_info "node: driver took $taken pages on node 1; umtrace (--device-nodes auto): device-node $dev, HOST+ $host pages;" \
+		"it said: ${said:-nothing}"
+	case $said in
+	*"1 NUMA node(s) are not host RAM (1)"*) ;;
+	*) echo "auto did not take node 1: $(grep -v '^libbpf' $W/fn.err | tail -n 2)"; return 1 ;;
+	esac
 	[ "$dev" = "$taken" ] || { echo "device-node $dev pages, the driver took $taken on node 1"; return 1; }
 	[ "$host" -le "$FNV_SLACK" ] || { echo "HOST+ $host pages for node-1 allocations"; return 1; }
 }
@@ -681,6 +774,7 @@ fakedriver_checks() {
 	fnv_check fakedriver_eager fnv_eager
 	fnv_check fakedriver_pool fnv_pool
 	fnv_check fakedriver_bh fnv_bh
+	fnv_check fakedriver_bh_top fnv_bh_top
 	fnv_check fakedriver_node fnv_node
 }
 

@@ -483,6 +483,13 @@ bool probes__driver_shrunk(const struct probes *p, uint64_t *pages)
 	return true;
 }
 
+int probes__gpu_memcgs_fd(const struct probes *p)
+{
+	if (!p->skel || !p->skel->rodata->count_kthreads)
+		return -1;
+	return bpf_map__fd(p->skel->maps.gpu_memcgs);
+}
+
 int probes__proc_pages_fd(const struct probes *p)
 {
 	return bpf_map__fd(p->skel->maps.proc_pages);

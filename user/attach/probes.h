@@ -143,6 +143,8 @@ int probes__driver_find(struct probes *p);
  * when they are not watched (not asked for, or no driver found).
  */
 bool probes__driver_shrunk(const struct probes *p, uint64_t *pages);
+/* The GPU processes' memory cgroups and names (count_kthreads), -1 without them. */
+int probes__gpu_memcgs_fd(const struct probes *p);
 void probes__stats(const struct probes *p, struct probe_stats *st);
 void probes__destroy(struct probes *p);
 /* The programs this load verified. */

@@ -15,6 +15,9 @@
 #define SYS_pidfd_open 434
 #endif
 
+/* The kernel's handle type for a kernfs node: its 64-bit id. */
+#define FILEID_KERNFS 0xfe
+
 char *proc__read_fd(int fd, size_t *len)
 {
 	size_t cap = 64 * 1024, n = 0;
@@ -532,4 +535,52 @@ bool proc__module_loaded(const char *name)
 	}
 	free(text);
 	return found;
+}
+
+/* The cgroup directory of a handle: open it, and read the path back. */
+static int cgroup2__open_id(const char *root, uint64_t id)
+{
+	union {
+		struct file_handle fh;
+		char b[sizeof(struct file_handle) + sizeof(uint64_t)];
+	} h;
+	int mfd, fd, err;
+
+	mfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	h.fh.handle_bytes = sizeof(id);
+	h.fh.handle_type = FILEID_KERNFS;
+	memcpy(h.fh.f_handle, &id, sizeof(id));
+	fd = open_by_handle_at(mfd, &h.fh, O_RDONLY | O_CLOEXEC);
+	err = fd < 0 ? -errno : fd;
+	close(mfd);
+	return err;
+}
+
+int cgroup2__path(uint64_t id, char *buf, size_t len)
+{
+	const char *root = cgroup2__root();
+	char link[64], path[4096];
+	size_t rlen;
+	ssize_t n;
+	int fd;
+
+	if (!root)
+		return -ENOENT;
+	fd = cgroup2__open_id(root, id);
+	if (fd < 0)
+		return fd;
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	path[n] = '\0';
+	rlen = strlen(root);
+	if (strncmp(path, root, rlen) || (path[rlen] && path[rlen] != '/'))
+		return -ENOENT;
+	if (snprintf(buf, len, "%s", path[rlen] ? path + rlen : "/") >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
 }

@@ -99,6 +99,12 @@ int proc__open_seen(pid_t pid, int root, const char *mountinfo, const char *path
  * /sys/fs/cgroup/unified on hybrid ones; NULL if nowhere.
  */
 const char *cgroup2__root(void);
+/*
+ * A cgroup v2 directory's path below the root ("/a/b", "/" for the root)
+ * from its id (the directory's inode, a kernfs node id, as BPF sees it),
+ * through a file handle (needs CAP_DAC_READ_SEARCH). 0 or -errno.
+ */
+int cgroup2__path(uint64_t id, char *buf, size_t len);
 
 /*
  * All of fd to its end (a /proc file, a BPF iterator), NUL-terminated for
