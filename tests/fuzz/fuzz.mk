@@ -36,6 +36,7 @@ UMT_FUZZ_SRCS_recording := user/rec/recording_read.c user/rec/recording_write.c 
 	user/lib/numa.c user/lib/sys.c user/lib/procfs.c user/lib/out_file.c user/lib/strtab.c \
 	user/lib/hashtab.c user/lib/units.c user/lib/pid_table.c user/model/callsites.c \
 	user/model/torch.c user/model/torch_episode.c user/model/torch_slide.c user/model/trend.c \
+	user/model/torch_seg.c user/model/alloc_table.c \
 	user/model/cuda_api.c
 UMT_FUZZ_LIBS_recording := -lz
 UMT_FUZZ_SRCS_config := user/guardd/config.c user/guard/policy.c user/guard/action.c \

@@ -1549,3 +1549,47 @@ def test_guard_stops_at_the_floor_while_the_page_cache_thrashes(env):
     assert (st["memlock"], st["helper_memlock"]) == ("all", "all"), st
     # Under low and in direct reclaim is a stop too (reason=reclaim).
     assert re.search(r"guard: stop pid=%d .*reason=(floor|reclaim)" % hog.pid, err), err[-800:]
+
+
+def test_guard_driver_pool(env):
+    """With its page programs attached for good, the guard keeps the
+    driver's page pool as top does: a job whose frees keep their pages
+    (the fake's pool, FAKECUDA_POOL=1: driver 590's shape) leaves 8 MiB
+    in it, and `status` and the metrics say so, to the page. Without
+    them (far from the floor, the default) it says nothing of the pool:
+    a call whose pages it did not watch is no pool hit."""
+    metrics = env.tmpfile("pool.prom")
+    pooled = {**os.environ, "FAKECUDA_POOL": "1"}
+    job = [env.alloc_mix, "-n", "4", "-s", "8M", "-a", "alloc", "-F", "-o", "/dev/null"]
+    g = Guard(env, 64 * MIB, extra=["--page-programs", "always", "--metrics-file", metrics])
+    try:
+        p = subprocess.run(job, env=pooled, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr[-400:]
+        deadline = time.monotonic() + 20
+        while True:
+            st = json.loads(g.umtrace("status", "--json").stdout)
+            if st.get("driver_pool") == 8 * MIB:
+                break
+            assert time.monotonic() < deadline, st.get("driver_pool")
+            time.sleep(0.1)
+        text = g.umtrace("status").stdout
+        assert "driver page pool: holds 8.0M no process does" in text, text
+        deadline = time.monotonic() + 10
+        while "umtrace_guard_driver_pool_bytes 8388608\n" not in open(metrics).read():
+            assert time.monotonic() < deadline, open(metrics).read()[-1500:]
+            time.sleep(0.1)
+    finally:
+        g.stop()
+    g = Guard(env, 64 * MIB)
+    try:
+        p = subprocess.run(job, env=pooled, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr[-400:]
+        # The records are read within a poll (100 ms); the state file is
+        # written every second: 3 s of it.
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline:
+            st = json.loads(g.umtrace("status", "--json").stdout)
+            assert "driver_pool" not in st, st
+            time.sleep(0.2)
+    finally:
+        g.stop()
