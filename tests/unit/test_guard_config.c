@@ -400,6 +400,13 @@ static void test_scope(void)
 	scope_bad("cgroup:./a", "invalid scope 'cgroup:./a': '.' and '..' are not allowed");
 	scope_bad("comm:", "invalid scope 'comm:': comm: needs a regular expression");
 	scope_bad("comm:(", "invalid scope 'comm:(': ");
+	/* what regcomp() would spell out: 131 MB at this depth, GBs at one more */
+	scope_bad("comm:(((c|){16}){16}){16}",
+		  "invalid scope 'comm:(((c|){16}){16}){16}': repeats nested too deep or too long");
+	scope_bad("comm:c++", "invalid scope 'comm:c++': a quantifier on a quantifier");
+	CHECK(!guard_scope__parse(&sc, "comm:^([a-z]+_[0-9]{1,4}|(py|tr){2})$", NULL, err,
+				  sizeof(err)), "a name's regex still fits", "%s", err);
+	guard_scope__free(&sc);
 	for (i = 1; i <= GUARD_SCOPE_MAX_PIDS + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d", i > 1 ? "," : "", i);
 	scope_bad(many, "invalid scope 'pid:1,2,3");

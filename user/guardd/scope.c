@@ -113,6 +113,90 @@ bool guard_cgroup__holds(const char *base, const char *cgroup)
 	return !len || (!strncmp(cgroup, base, len) && (!cgroup[len] || cgroup[len] == '/'));
 }
 
+/* Nesting deeper than a process name's 15 characters needs. */
+#define RE_MAX_DEPTH	16
+/* Atoms after repeats are spelled out: a name's regex needs few. */
+#define RE_MAX_ATOMS	1024
+
+/* Past a bracket expression ("[]a]", "[^]a]", "[[:alpha:]]"): its last ']'. */
+static const char *bracket_end(const char *p)
+{
+	p++;
+	if (*p == '^')
+		p++;
+	if (*p == ']')
+		p++;
+	for (; *p && *p != ']'; p++)
+		if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=')) {
+			const char *q = strstr(p + 2, (char[]){ p[1], ']', 0 });
+
+			if (!q)
+				return p + strlen(p) - 1;
+			p = q + 1;
+		}
+	return *p ? p : p - 1;
+}
+
+/*
+ * regcomp() spells a repeat out, copies of copies for nested groups:
+ * "(((c|){16}){16}){16}" took 131 MB here, one level more some GB. So
+ * count the atoms it would spell out: a group is the sum of its atoms, a
+ * repeat multiplies the atom or group before it by its count (by 2 for
+ * *, + and ?).
+ */
+static bool regex_too_large(const char *re)
+{
+	uint64_t sum[RE_MAX_DEPTH + 1] = { 0 }, last[RE_MAX_DEPTH + 1] = { 0 }, f;
+	unsigned long lo, hi;
+	unsigned int d = 0;
+	const char *p;
+	char *end;
+
+	for (p = re; *p; p++) {
+		f = 0;
+		if (*p == '(') {
+			if (++d > RE_MAX_DEPTH)
+				return true;
+			sum[d] = last[d] = 0;
+			continue;
+		} else if (*p == ')' && d) {
+			last[d - 1] = sum[d];
+			sum[d - 1] += sum[d];
+			d--;
+			continue;
+		} else if (*p == '*' || *p == '+' || *p == '?') {
+			f = 2;
+		} else if (*p == '{') {
+			lo = strtoul(p + 1, &end, 10);
+			hi = *end == ',' ? (isdigit((unsigned char)end[1]) ?
+					    strtoul(end + 1, &end, 10) : lo + 1) : lo;
+			f = (hi > lo ? hi : lo) + 1;
+			p = strchrnul(p, '}');
+			if (!*p)
+				break;
+		} else if (*p == '|') {
+			last[d] = 0;
+			continue;
+		} else if (*p == '[') {
+			p = bracket_end(p);
+		} else if (*p == '\\' && p[1]) {
+			p++;
+		}
+		if (f > RE_MAX_ATOMS)
+			return true;
+		if (f) {
+			sum[d] += last[d] * (f - 1);
+			last[d] *= f;
+		} else {
+			last[d] = 1;
+			sum[d]++;
+		}
+		if (sum[d] > RE_MAX_ATOMS || last[d] > RE_MAX_ATOMS)
+			return true;
+	}
+	return false;
+}
+
 /*
  * glibc's regcomp() grows exponentially with quantifiers stacked on one
  * another ("c++++" took 720 MB at 20 of them) and with large repeat
@@ -148,6 +232,8 @@ static const char *regex_too_costly(const char *re)
 		}
 		after_quant = false;
 	}
+	if (regex_too_large(re))
+		return "repeats nested too deep or too long";
 	return NULL;
 }
 
