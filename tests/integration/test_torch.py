@@ -35,6 +35,18 @@ def paths(env):
     return c10, job
 
 
+def c10_copy(env, name):
+    """The fake libc10 copied into a fresh directory of this test's:
+    (the original, torch_alloc, the copy)."""
+    c10, job = paths(env)
+    d = env.tmpfile(name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    copy = os.path.join(d, "libc10.so")
+    shutil.copy(c10, copy)
+    return c10, job, copy
+
+
 def objects(text, event="torch_allocator"):
     return [o for o in (json.loads(l) for l in text.splitlines() if l.startswith("{"))
             if o.get("event") == event]
@@ -303,12 +315,7 @@ def test_torch_container_discovery(env):
     rescan, without --libc10; its figures exact."""
     if not shutil.which("unshare"):
         raise Skip("unshare not installed")
-    c10, job = paths(env)
-    base = env.tmpfile("torch-ctr")
-    shutil.rmtree(base, ignore_errors=True)
-    os.makedirs(base)
-    copy = os.path.join(base, "libc10.so")
-    shutil.copy(c10, copy)
+    c10, job, copy = c10_copy(env, "torch-ctr")
     truth = env.tmpfile("torch-ctr.json")
     penv = {k: v for k, v in DISCRETE.items() if k != "LD_LIBRARY_PATH"}
     rp = env.popen([env.umtrace, "report", "--json", "--stack", "fp", "-d", "9s",
@@ -616,14 +623,9 @@ def test_torch_library_replaced_on_disk(env):
     leads to the inode it runs) is probed all the same, through
     /proc/PID/map_files/, with no --libc10: its figures exact. The job is
     held stopped in its start-up delay until the probes are in."""
-    c10, job = paths(env)
-    d = env.tmpfile("torch-replaced")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    lib = os.path.join(d, "libc10.so")
-    shutil.copy(c10, lib)
+    c10, job, lib = c10_copy(env, "torch-replaced")
     truth = fresh(env, "torch-replaced.json")
-    penv = dict(DISCRETE, LD_LIBRARY_PATH=d)
+    penv = dict(DISCRETE, LD_LIBRARY_PATH=os.path.dirname(lib))
     p = env.popen([job, "-m", "leak", "-s", "20", "-w", "50", "-d", "1000", "-M", "16G",
                    "-o", truth], env=penv)
     maps_say(p.pid, lib)
