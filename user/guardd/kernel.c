@@ -14,6 +14,8 @@
 /* How far the counters' sum may be from MemFree read just after. */
 #define ZONES_SLACK_BYTES (32ULL << 20)
 #define ZONES_SLACK_DIV 100
+/* Tries before the counters are not used: a busy host moves MemFree between reads. */
+#define ZONES_TRIES 3
 
 #define READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 #define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
@@ -83,31 +85,14 @@ uint64_t guard_kernel__meter(const struct meminfo *m, uint64_t low, bool free_on
 	return m->free + half_above(m->file, low) + half_above(m->kreclaim, low);
 }
 
-int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
-			     int (*meter)(void *ctx, uint64_t *bytes), void *ctx,
-			     struct guard_zones *z, char *why, size_t len)
+/* One search and one read of /proc, compared: 0, -ERANGE, or -errno. */
+static int measure_zones(struct bpf_program *prog, struct umtrace_bpf__bss *bss,
+			 int (*meter)(void *ctx, uint64_t *bytes), void *ctx,
+			 struct guard_zones *z, char *why, size_t len)
 {
-	struct umtrace_bpf__bss *bss = p->skel->bss;
 	LIBBPF_OPTS(bpf_test_run_opts, run);
-	struct bpf_program *prog = p->skel->progs.guard_find_zones;
-	unsigned int i, nodes = numa__possible();
 	int err;
 
-	memset(z, 0, sizeof(*z));
-	WRITE_ONCE(bss->guard_state.exact, false);
-	if (!bpf_program__autoload(prog)) {
-		errbuf__set(why, len, "not loaded");
-		return -ENOENT;
-	}
-	for (i = UMT_GUARD_MAX_NODES; i < nodes && i < UMT_MAX_NODES; i++) {
-		if (!numa__has(device_nodes, i)) {
-			errbuf__set(why, len, "host node %u is past the %u nodes searched", i,
-				    UMT_GUARD_MAX_NODES);
-			return -ERANGE;
-		}
-	}
-	bss->meter.n_possible = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
-	bss->meter.device_nodes = device_nodes[0];
 	if (bpf_prog_test_run_opts(bpf_program__fd(prog), &run)) {
 		err = -errno;
 		errbuf__set(why, len, "cannot run the search: %s", strerror(-err));
@@ -130,6 +115,44 @@ int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
 		errbuf__set(why, len, "they do not add up to /proc/meminfo's figures");
 		return -ERANGE;
 	}
+	return 0;
+}
+
+int guard_kernel__find_zones(struct probes *p, const uint64_t *device_nodes,
+			     int (*meter)(void *ctx, uint64_t *bytes), void *ctx,
+			     struct guard_zones *z, char *why, size_t len)
+{
+	struct umtrace_bpf__bss *bss = p->skel->bss;
+	struct bpf_program *prog = p->skel->progs.guard_find_zones;
+	unsigned int i, nodes = numa__possible();
+	int err;
+
+	memset(z, 0, sizeof(*z));
+	WRITE_ONCE(bss->guard_state.exact, false);
+	if (!bpf_program__autoload(prog)) {
+		errbuf__set(why, len, "not loaded");
+		return -ENOENT;
+	}
+	for (i = UMT_GUARD_MAX_NODES; i < nodes && i < UMT_MAX_NODES; i++) {
+		if (!numa__has(device_nodes, i)) {
+			errbuf__set(why, len, "host node %u is past the %u nodes searched", i,
+				    UMT_GUARD_MAX_NODES);
+			return -ERANGE;
+		}
+	}
+	bss->meter.n_possible = nodes < UMT_GUARD_MAX_NODES ? nodes : UMT_GUARD_MAX_NODES;
+	bss->meter.device_nodes = device_nodes[0];
+	/*
+	 * Counters from the wrong zones are off every time; a busy host only
+	 * now and then, between the two reads: a few tries tell them apart.
+	 */
+	for (i = 0; i < ZONES_TRIES; i++) {
+		err = measure_zones(prog, bss, meter, ctx, z, why, len);
+		if (err != -ERANGE)
+			break;
+	}
+	if (err)
+		return err;
 	WRITE_ONCE(bss->guard_state.exact, true);
 	return 0;
 }
