@@ -1409,7 +1409,12 @@ def test_guard_bundle_recording_keeps_the_cost_model(env):
     big = None
     try:
         # Its calls are in the recorder before the stop that dumps it.
-        assert wait_holding(held.pid), "the four calls were not made"
+        if not wait_holding(held.pid):
+            state, code = state_of(held.pid), held.poll()
+            held.kill()
+            status = g.umtrace("status", "--json").stdout
+            assert False, (f"the four calls were not made: state {state}, exit {code}; "
+                           f"the guard's status: {status[-1200:]}")
         # One call of more than the room left: stopped at admission.
         big = env.popen([env.alloc_mix, "-n", "1", "-s", "1G", "-a", "alloc", "-k",
                          "-o", "/dev/null"], env=discrete)
