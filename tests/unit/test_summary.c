@@ -230,6 +230,20 @@ static void test_written_out(void)
 	summary__free(&s);
 }
 
+/* What the pool's text and JSON writers say of s. */
+static void pool_written(const struct summary *s, const char *text, const char *json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	export_pool_text(s, f);
+	export_pool_json(s, f);
+	fclose(f);
+	CHECK(buf && strstr(buf, text) && strstr(buf, json), "pool written", "%s", buf ? buf : "");
+	free(buf);
+}
+
 /*
  * The driver's page pool: a free that gives no page back keeps its size,
  * an allocation that takes none is served from what is kept (never more),
@@ -267,6 +281,10 @@ static void test_driver_pool(void)
 	CHECK_EQ(summary__pool_holds(&s, NULL), mib + pg, "after the shrinker");
 	driver_pool__shrunk(&s.pool, 64 * mib);
 	CHECK_EQ(summary__pool_holds(&s, NULL), 0, "never below empty");
+	pool_written(&s, "driver page pool: holds 0B no process does (frees kept 11M, "
+		     "allocations took 6.0M back, its shrinker gave 64M back)",
+		     "{\"event\":\"driver_pool\",\"holds_bytes\":0,\"kept_bytes\":11534336,"
+		     "\"served_bytes\":6287360,\"device_memory\":true,\"shrunk_bytes\":67108864}");
 	summary__free(&s);
 
 	/* discrete: device memory is not host RAM, pinned host memory is */

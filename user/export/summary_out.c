@@ -82,35 +82,46 @@ void export_summary_json(const struct summary *s, FILE *f)
 	free(v);
 }
 
+/* The pool's figures as both writers give them; false: nothing to say. */
+struct pool_view {
+	bool device;			/* device memory counted */
+	uint64_t holds, kept, served;
+};
+
+static bool pool_view(const struct summary *s, struct pool_view *v)
+{
+	v->holds = summary__pool_holds(s, &v->device);
+	v->kept = driver_pool__in(&s->pool, v->device);
+	v->served = driver_pool__out(&s->pool, v->device);
+	return driver_pool__seen(&s->pool, v->device);
+}
+
 void export_pool_text(const struct summary *s, FILE *f)
 {
+	struct pool_view v;
 	char b[4][16];
-	bool device;
-	uint64_t holds = summary__pool_holds(s, &device);
 
-	if (!driver_pool__seen(&s->pool, device))
+	if (!pool_view(s, &v))
 		return;
 	fprintf(f, "\ndriver page pool: holds %s no process does (frees kept %s, allocations "
-		"took %s back, its shrinker gave %s back)\n",
-		fmt_bytes(holds, b[0], sizeof(b[0])),
-		fmt_bytes(driver_pool__in(&s->pool, device), b[1], sizeof(b[1])),
-		fmt_bytes(driver_pool__out(&s->pool, device), b[2], sizeof(b[2])),
-		s->pool.shrunk_known ? fmt_bytes(s->pool.shrunk, b[3], sizeof(b[3])) : "unwatched");
+		"took %s back, ", fmt_bytes(v.holds, b[0], sizeof(b[0])),
+		fmt_bytes(v.kept, b[1], sizeof(b[1])), fmt_bytes(v.served, b[2], sizeof(b[2])));
+	if (s->pool.shrunk_known)
+		fprintf(f, "its shrinker gave %s back)\n", fmt_bytes(s->pool.shrunk, b[3], sizeof(b[3])));
+	else
+		fputs("its shrinker not watched)\n", f);
 }
 
 void export_pool_json(const struct summary *s, FILE *f)
 {
-	bool device;
-	uint64_t holds = summary__pool_holds(s, &device);
+	struct pool_view v;
 
-	if (!driver_pool__seen(&s->pool, device))
+	if (!pool_view(s, &v))
 		return;
 	fprintf(f, "{\"event\":\"driver_pool\",\"holds_bytes\":%llu,\"kept_bytes\":%llu,"
 		"\"served_bytes\":%llu,\"device_memory\":%s,\"shrunk_bytes\":",
-		(unsigned long long)holds,
-		(unsigned long long)driver_pool__in(&s->pool, device),
-		(unsigned long long)driver_pool__out(&s->pool, device),
-		device ? "true" : "false");
+		(unsigned long long)v.holds, (unsigned long long)v.kept,
+		(unsigned long long)v.served, v.device ? "true" : "false");
 	if (s->pool.shrunk_known)
 		fprintf(f, "%llu}\n", (unsigned long long)s->pool.shrunk);
 	else
